@@ -1,0 +1,91 @@
+r"""A minimal single-head scaled dot-product self-attention (Vaswani et al., 2017, eq. 1).
+
+.. math::
+
+    \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V,
+    \qquad Q = X W_q,\ K = X W_k,\ V = X W_v.
+
+Nothing in it depends on where a row of :math:`X` sits: permuting the rows of :math:`X`
+permutes the rows of the output in the same way (permutation equivariance).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._validation import check_features, check_positive_int
+
+__all__ = ["SelfAttention", "scaled_dot_product_attention"]
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Returns ``(softmax(q k^T / sqrt(d_k)) v, weights)``.
+
+    Args:
+        q: ``(..., q_len, d_k)``.
+        k: ``(..., k_len, d_k)``.
+        v: ``(..., k_len, d_v)``.
+        mask: optional bool tensor broadcastable to ``(..., q_len, k_len)``; ``False``
+            entries are excluded from the softmax.
+
+    Returns:
+        output ``(..., q_len, d_v)`` and attention weights ``(..., q_len, k_len)``, whose
+        rows sum to 1.
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise TypeError(
+                f"{name} must be a floating torch.Tensor, got {type(t).__name__}"
+                + (f" of dtype {t.dtype}" if isinstance(t, torch.Tensor) else "")
+            )
+        if t.dim() < 2:
+            raise ValueError(
+                f"{name} must have shape (..., length, features), got {tuple(t.shape)}"
+            )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same length, got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_len, k_len)
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a bool torch.Tensor, got {mask!r:.60}")
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+class SelfAttention(nn.Module):
+    r"""Single-head self-attention: ``Q, K, V = x W_q, x W_k, x W_v``, no output projection.
+
+    Args:
+        d_model: size of the input features, >= 1.
+        d_k: size of queries and keys (and values), >= 1; defaults to ``d_model``.
+
+    Shapes:
+        ``x``: ``(batch, seq_len, d_model)`` -> output ``(batch, seq_len, d_k)`` and
+        weights ``(batch, seq_len, seq_len)``.
+    """
+
+    def __init__(self, d_model: int, d_k: int | None = None) -> None:
+        super().__init__()
+        self.d_model = check_positive_int("d_model", d_model)
+        self.d_k = self.d_model if d_k is None else check_positive_int("d_k", d_k)
+        self.w_q = nn.Linear(self.d_model, self.d_k, bias=False)
+        self.w_k = nn.Linear(self.d_model, self.d_k, bias=False)
+        self.w_v = nn.Linear(self.d_model, self.d_k, bias=False)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        check_features(x, self.d_model)
+        return scaled_dot_product_attention(self.w_q(x), self.w_k(x), self.w_v(x), mask=mask)

@@ -1,0 +1,157 @@
+"""Matplotlib figures used by the chapters.
+
+Every helper draws on ``ax`` when one is given (otherwise on a new figure), returns
+``(figure, axes)`` and never calls ``plt.show()``. Colormaps are perceptually uniform and
+colour-blind safe (``viridis`` for values, ``cividis`` for attention weights).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from .sinusoidal import wavelengths as _wavelengths
+
+__all__ = [
+    "plot_attention_weights",
+    "plot_dimensions",
+    "plot_dot_product_vs_distance",
+    "plot_encoding_heatmap",
+    "plot_wavelengths",
+]
+
+
+def _as_numpy(table: torch.Tensor | np.ndarray, name: str = "table", ndim: int = 2) -> np.ndarray:
+    if isinstance(table, torch.Tensor):
+        table = table.detach().to("cpu", torch.float64).numpy()
+    if not isinstance(table, np.ndarray):
+        raise TypeError(f"{name} must be a torch.Tensor or numpy array, got {type(table).__name__}")
+    if table.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {table.shape}")
+    return table
+
+
+def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+        return fig, ax
+    return ax.figure, ax  # type: ignore[return-value]
+
+
+def plot_encoding_heatmap(
+    table: torch.Tensor | np.ndarray,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    cmap: str = "viridis",
+) -> tuple[Figure, Axes]:
+    """Heatmap of a ``(num_positions, d_model)`` table: positions down, dimensions across."""
+    values = _as_numpy(table)
+    fig, ax = _axes(ax, (7, 4))
+    image = ax.imshow(values, aspect="auto", cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")
+    ax.set_xlabel("embedding dimension")
+    ax.set_ylabel("position")
+    if title:
+        ax.set_title(title)
+    fig.colorbar(image, ax=ax, label="value")
+    return fig, ax
+
+
+def plot_dimensions(
+    table: torch.Tensor | np.ndarray,
+    dims: Sequence[int],
+    *,
+    start: int = 0,
+    ax: Axes | None = None,
+) -> tuple[Figure, Axes]:
+    """Chosen columns of a ``(num_positions, d_model)`` table against position."""
+    values = _as_numpy(table)
+    dims = list(dims)
+    bad = [
+        d
+        for d in dims
+        if isinstance(d, bool)
+        or not isinstance(d, (int, np.integer))
+        or not 0 <= d < values.shape[1]
+    ]
+    if bad or not dims:
+        raise ValueError(
+            f"dims must be a non-empty list of column indices in [0, {values.shape[1]}), got {dims}"
+        )
+    fig, ax = _axes(ax, (7, 3.5))
+    positions = np.arange(start, start + values.shape[0])
+    colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(dims)))
+    for d, color in zip(dims, colors, strict=True):
+        ax.plot(positions, values[:, d], color=color, label=f"dim {d}")
+    ax.set_xlabel("position")
+    ax.set_ylabel("encoding value")
+    ax.legend(loc="upper right", fontsize="small", ncols=min(len(dims), 4))
+    return fig, ax
+
+
+def plot_wavelengths(
+    d_model: int, *, base: float = 10000.0, ax: Axes | None = None
+) -> tuple[Figure, Axes]:
+    """Wavelength of each sine/cosine pair against its dimension ``2i``, on a log scale."""
+    lam = _wavelengths(d_model, base).numpy()
+    fig, ax = _axes(ax, (6, 3.5))
+    ax.semilogy(2 * np.arange(lam.size), lam, marker=".", linestyle="none")
+    ax.axhline(2 * np.pi, color="0.5", linestyle=":", label=r"$2\pi$")
+    ax.axhline(2 * np.pi * base, color="0.5", linestyle="--", label=r"$2\pi\cdot$base")
+    ax.set_xlabel("dimension 2i")
+    ax.set_ylabel("wavelength (positions)")
+    ax.legend(loc="lower right", fontsize="small")
+    return fig, ax
+
+
+def plot_dot_product_vs_distance(
+    table: torch.Tensor | np.ndarray,
+    *,
+    reference_positions: Sequence[int] = (0,),
+    ax: Axes | None = None,
+) -> tuple[Figure, Axes]:
+    """``PE(p) . PE(q)`` against ``q - p`` for each reference position ``p``."""
+    values = _as_numpy(table)
+    fig, ax = _axes(ax, (6, 3.5))
+    positions = np.arange(values.shape[0])
+    for p in reference_positions:
+        if not 0 <= p < values.shape[0]:
+            raise ValueError(
+                f"reference_positions must lie in [0, {values.shape[0]}), got {list(reference_positions)}"
+            )
+        ax.plot(positions - p, values @ values[p], label=f"p = {p}")
+    ax.set_xlabel("distance q - p")
+    ax.set_ylabel(r"$PE(p)\cdot PE(q)$")
+    ax.legend(loc="upper right", fontsize="small")
+    return fig, ax
+
+
+def plot_attention_weights(
+    weights: torch.Tensor | np.ndarray,
+    tokens: Sequence[str],
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> tuple[Figure, Axes]:
+    """Heatmap of a ``(seq_len, seq_len)`` attention matrix with token labels."""
+    values = _as_numpy(weights, "weights")
+    if values.shape != (len(tokens), len(tokens)):
+        raise ValueError(
+            f"weights must have shape (len(tokens), len(tokens)) = {(len(tokens),) * 2}, "
+            f"got {values.shape}"
+        )
+    fig, ax = _axes(ax, (4, 3.5))
+    image = ax.imshow(values, cmap="cividis", vmin=0, vmax=1)
+    ax.set_xticks(range(len(tokens)), tokens)
+    ax.set_yticks(range(len(tokens)), tokens)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query")
+    if title:
+        ax.set_title(title)
+    fig.colorbar(image, ax=ax, label="weight")
+    return fig, ax

@@ -1,0 +1,54 @@
+"""pe_lib installs as a package: from a path (a built wheel) and from a git URL."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import pe_lib
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pip(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pip", *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
+
+
+def test_version_and_public_names() -> None:
+    assert isinstance(pe_lib.__version__, str) and pe_lib.__version__.count(".") == 2
+    for name in pe_lib.__all__:
+        assert getattr(pe_lib, name) is not None, name
+
+
+def test_wheel_holds_only_pe_lib_with_its_type_marker(tmp_path: Path) -> None:
+    result = _pip(
+        "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)
+    )
+    assert result.returncode == 0, result.stderr
+    (wheel,) = tmp_path.glob("pe_lib-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    packages = {n.split("/")[0] for n in names if not n.startswith("pe_lib-")}
+    assert packages == {"pe_lib"}, packages
+    assert "pe_lib/py.typed" in names
+    assert f"pe_lib-{pe_lib.__version__}.dist-info/METADATA" in names
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_installs_from_a_git_url(tmp_path: Path) -> None:
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    target = tmp_path / "site"
+    url = f"pe_lib @ git+file://{ROOT}"
+    result = _pip(
+        "install", "--no-deps", "--no-build-isolation", "-q", "--target", str(target), url
+    )
+    assert result.returncode == 0, result.stderr
+    assert (target / "pe_lib" / "__init__.py").is_file()
+    assert (target / "pe_lib" / "py.typed").is_file()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 
 import torch
 
@@ -105,15 +106,18 @@ def check_floating_dtype(value: object, name: str = "dtype") -> torch.dtype:
 
 def check_features(x: object, d_model: int, name: str = "x", ndim: int = 3) -> torch.Tensor:
     """A floating tensor of shape (batch, seq_len, d_model) (``ndim`` dimensions in all)."""
+    expected = "(batch, seq_len, d_model)" if ndim == 3 else f"{ndim} dimensions"
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor of shape {expected}, "
+            f"got {reprlib.repr(x)} of type {type(x).__name__}"
+        )
     if not x.is_floating_point():
         raise TypeError(
             f"{name} must have a floating dtype (float16, bfloat16, float32, float64), "
             f"got {x.dtype}; convert token ids to embeddings first"
         )
     if x.dim() != ndim or x.shape[-1] != d_model:
-        expected = "(batch, seq_len, d_model)" if ndim == 3 else f"{ndim} dimensions"
         raise ValueError(
             f"{name} must have shape {expected} with d_model={d_model}, got shape {tuple(x.shape)}"
         )

@@ -12,6 +12,7 @@ permutes the rows of the output in the same way (permutation equivariance).
 from __future__ import annotations
 
 import math
+import reprlib
 
 import torch
 from torch import nn
@@ -31,11 +32,19 @@ def scaled_dot_product_attention(
         k: ``(..., k_len, d_k)``.
         v: ``(..., k_len, d_v)``.
         mask: optional bool tensor broadcastable to ``(..., q_len, k_len)``; ``False``
-            entries are excluded from the softmax.
+            entries are excluded from the softmax. Every query must keep at least one key.
+
+    The leading ``...`` dimensions of ``q``, ``k`` and ``v`` broadcast against each other,
+    and all three share one floating dtype.
 
     Returns:
         output ``(..., q_len, d_v)`` and attention weights ``(..., q_len, k_len)``, whose
         rows sum to 1.
+
+    Raises:
+        TypeError: a non-tensor or non-floating ``q``/``k``/``v``, mixed dtypes, a non-bool mask.
+        ValueError: mismatched shapes, a mask that does not broadcast to the scores, or a
+            mask row that is all ``False`` (its softmax would be NaN).
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point():
@@ -47,6 +56,10 @@ def scaled_dot_product_attention(
             raise ValueError(
                 f"{name} must have shape (..., length, features), got {tuple(t.shape)}"
             )
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(
+            f"q, k and v must share one floating dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}"
+        )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}"
@@ -55,10 +68,39 @@ def scaled_dot_product_attention(
         raise ValueError(
             f"k and v must have the same length, got k {tuple(k.shape)} and v {tuple(v.shape)}"
         )
+    try:
+        batch_shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            "the leading (batch) dimensions of q, k and v must broadcast, got q "
+            f"{tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)}"
+        ) from None
+    scores_shape = (*batch_shape, q.shape[-2], k.shape[-2])  # (..., q_len, k_len)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_len, k_len)
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            raise TypeError(f"mask must be a bool torch.Tensor, got {mask!r:.60}")
+            raise TypeError(
+                "mask must be a bool torch.Tensor, got "
+                + (
+                    f"a tensor of dtype {mask.dtype}"
+                    if isinstance(mask, torch.Tensor)
+                    else f"{reprlib.repr(mask)} of type {type(mask).__name__}"
+                )
+            )
+        try:
+            fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(
+                f"mask must be broadcastable to the scores' shape (..., q_len, k_len) = "
+                f"{scores_shape}, got shape {tuple(mask.shape)}"
+            )
+        if not torch.broadcast_to(mask, scores_shape).any(dim=-1).all():
+            raise ValueError(
+                "mask must let every query attend to at least one key (a row of False has no "
+                f"softmax), got a mask of shape {tuple(mask.shape)} with an all-False row"
+            )
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
@@ -88,4 +130,10 @@ class SelfAttention(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         check_features(x, self.d_model)
+        if x.dtype != self.w_q.weight.dtype:
+            raise TypeError(
+                f"x must have the dtype of the module's weights, {self.w_q.weight.dtype}, got "
+                f"{x.dtype}: convert one of them, e.g. x.to({self.w_q.weight.dtype}) or "
+                f"module.to({x.dtype})"
+            )
         return scaled_dot_product_attention(self.w_q(x), self.w_k(x), self.w_v(x), mask=mask)

@@ -40,8 +40,8 @@ class SinusoidalPositionalEncoding(nn.Module):
     optimizer, and is absent from ``state_dict()`` (it is a function of ``d_model`` and
     ``base``, so a checkpoint need not carry it). Casting the module (``.half()``,
     ``.to(torch.bfloat16)``) leaves the buffer in float64; each forward call casts the rows
-    it needs to the dtype of ``x``, so bfloat16 in gives bfloat16 out, rounded once from
-    float64 values.
+    it needs to the dtype of ``x`` and adds them in that dtype: bfloat16 in gives bfloat16
+    out, ``x + PE.to(x.dtype)`` with ``PE`` the float64 values (never float32 angles).
 
     ``max_len`` is a cache size, not a limit: positions at or beyond ``max_len`` are computed
     from the formula on the fly (the same values, at the cost of recomputing that window).
@@ -105,10 +105,19 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
         stored = state_dict.pop(prefix + "pe", None)
-        if stored is not None and (stored.dim() != 2 or stored.shape[-1] != self.d_model):
+        if stored is not None and (
+            not isinstance(stored, torch.Tensor)
+            or stored.dim() != 2
+            or stored.shape[-1] != self.d_model
+        ):
+            got = (
+                f"shape {tuple(stored.shape)}"
+                if isinstance(stored, torch.Tensor)
+                else f"{type(stored).__name__}"
+            )
             raise ValueError(
                 f"state_dict[{prefix + 'pe'!r}] must be a table of shape (max_len, d_model) with "
-                f"d_model={self.d_model}, got shape {tuple(stored.shape)}"
+                f"d_model={self.d_model}, got {got}"
             )
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 

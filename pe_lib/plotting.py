@@ -7,6 +7,8 @@ colour-blind safe (``viridis`` for values, ``cividis`` for attention weights).
 
 from __future__ import annotations
 
+import numbers
+import reprlib
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -15,6 +17,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ._validation import check_nonnegative_int
 from .sinusoidal import wavelengths as _wavelengths
 
 __all__ = [
@@ -30,16 +33,40 @@ def _as_numpy(table: torch.Tensor | np.ndarray, name: str = "table", ndim: int =
     if isinstance(table, torch.Tensor):
         table = table.detach().to("cpu", torch.float64).numpy()
     if not isinstance(table, np.ndarray):
-        raise TypeError(f"{name} must be a torch.Tensor or numpy array, got {type(table).__name__}")
-    if table.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {table.shape}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor or numpy array, "
+            f"got {reprlib.repr(table)} of type {type(table).__name__}"
+        )
+    if table.ndim != ndim or table.size == 0:
+        raise ValueError(
+            f"{name} must be a non-empty array with {ndim} dimensions, got shape {table.shape}"
+        )
     return table
+
+
+def _indices(name: str, values: object, stop: int) -> list[int]:
+    """A non-empty sequence of ints in ``[0, stop)`` (column or row indices)."""
+    try:
+        indices = list(values)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a sequence of ints, got {values!r} of type {type(values).__name__}"
+        ) from None
+    if any(isinstance(i, bool) or not isinstance(i, numbers.Integral) for i in indices):
+        raise TypeError(f"{name} must hold ints only (not bool or float), got {indices}")
+    if not indices or not all(0 <= i < stop for i in indices):
+        raise ValueError(f"{name} must be a non-empty list of ints in [0, {stop}), got {indices}")
+    return [int(i) for i in indices]
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
     if ax is None:
         fig, ax = plt.subplots(figsize=figsize, layout="constrained")
         return fig, ax
+    if not isinstance(ax, Axes):
+        raise TypeError(
+            f"ax must be a matplotlib Axes or None, got {ax!r} of type {type(ax).__name__}"
+        )
     return ax.figure, ax  # type: ignore[return-value]
 
 
@@ -71,18 +98,8 @@ def plot_dimensions(
 ) -> tuple[Figure, Axes]:
     """Chosen columns of a ``(num_positions, d_model)`` table against position."""
     values = _as_numpy(table)
-    dims = list(dims)
-    bad = [
-        d
-        for d in dims
-        if isinstance(d, bool)
-        or not isinstance(d, (int, np.integer))
-        or not 0 <= d < values.shape[1]
-    ]
-    if bad or not dims:
-        raise ValueError(
-            f"dims must be a non-empty list of column indices in [0, {values.shape[1]}), got {dims}"
-        )
+    dims = _indices("dims", dims, values.shape[1])
+    start = check_nonnegative_int("start", start)
     fig, ax = _axes(ax, (7, 3.5))
     positions = np.arange(start, start + values.shape[0])
     colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(dims)))
@@ -117,13 +134,10 @@ def plot_dot_product_vs_distance(
 ) -> tuple[Figure, Axes]:
     """``PE(p) . PE(q)`` against ``q - p`` for each reference position ``p``."""
     values = _as_numpy(table)
+    references = _indices("reference_positions", reference_positions, values.shape[0])
     fig, ax = _axes(ax, (6, 3.5))
     positions = np.arange(values.shape[0])
-    for p in reference_positions:
-        if not 0 <= p < values.shape[0]:
-            raise ValueError(
-                f"reference_positions must lie in [0, {values.shape[0]}), got {list(reference_positions)}"
-            )
+    for p in references:
         ax.plot(positions - p, values @ values[p], label=f"p = {p}")
     ax.set_xlabel("distance q - p")
     ax.set_ylabel(r"$PE(p)\cdot PE(q)$")
@@ -140,6 +154,9 @@ def plot_attention_weights(
 ) -> tuple[Figure, Axes]:
     """Heatmap of a ``(seq_len, seq_len)`` attention matrix with token labels."""
     values = _as_numpy(weights, "weights")
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise TypeError(f"tokens must be a sequence of str, got {reprlib.repr(tokens)}")
+    tokens = list(tokens)
     if values.shape != (len(tokens), len(tokens)):
         raise ValueError(
             f"weights must have shape (len(tokens), len(tokens)) = {(len(tokens),) * 2}, "

@@ -1,0 +1,29 @@
+"""Shared set-up for the pe_lib tests: a headless matplotlib backend and modest hypothesis
+budgets. Reference implementations live in ``pe_reference.py``."""
+
+from __future__ import annotations
+
+import matplotlib
+import pytest
+from hypothesis import HealthCheck, settings
+
+matplotlib.use("Agg")  # before pyplot is imported anywhere: no display, no windows
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+# Property tests run a few dozen examples each, so the whole suite stays well under a minute.
+settings.register_profile(
+    "pe_lib",
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("pe_lib")
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every test starts and ends without open figures."""
+    yield
+    plt.close("all")

@@ -1,0 +1,49 @@
+"""Reference implementations for the pe_lib tests, written independently of pe_lib."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+
+def reference_table(
+    num_positions: int,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    start: int = 0,
+    layout: str = "interleaved",
+) -> np.ndarray:
+    """The sinusoidal table, entry by entry, in float64 with Python's ``math`` (no pe_lib).
+
+    Vaswani et al. (2017), section 3.5: PE(pos, 2i) = sin(pos / base^(2i/d)),
+    PE(pos, 2i+1) = cos(pos / base^(2i/d)). The ``"concat"`` layout lists the ceil(d/2) sines
+    first, then the floor(d/2) cosines.
+    """
+    num_sines = (d_model + 1) // 2
+    table = np.empty((num_positions, d_model), dtype=np.float64)
+    for row in range(num_positions):
+        pos = start + row
+        for col in range(d_model):
+            if layout == "interleaved":
+                pair, is_sine = col // 2, col % 2 == 0
+            else:
+                is_sine = col < num_sines
+                pair = col if is_sine else col - num_sines
+            angle = pos / base ** (2 * pair / d_model)
+            table[row, col] = math.sin(angle) if is_sine else math.cos(angle)
+    return table
+
+
+def article_table_float32(num_positions: int, d_model: int) -> torch.Tensor:
+    """The article's listing: positions and ``div_term`` in float32, so ``pos * div`` is float32."""
+    position = torch.arange(0, num_positions, dtype=torch.float32).unsqueeze(1)
+    div_term = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
+    )
+    table = torch.zeros(num_positions, d_model)
+    table[:, 0::2] = torch.sin(position * div_term)
+    table[:, 1::2] = torch.cos(position * div_term)
+    return table

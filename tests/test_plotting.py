@@ -1,0 +1,136 @@
+"""pe_lib.plotting: each helper returns (Figure, Axes), labels its axes, draws what it is
+given, draws on a given ax, never calls plt.show(), and rejects bad input."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from pe_lib import sinusoidal_table, wavelengths
+from pe_lib.plotting import (
+    plot_attention_weights,
+    plot_dimensions,
+    plot_dot_product_vs_distance,
+    plot_encoding_heatmap,
+    plot_wavelengths,
+)
+
+TABLE = sinusoidal_table(40, 8, dtype=torch.float64)
+WEIGHTS = torch.softmax(torch.arange(9.0).reshape(3, 3), dim=-1)
+TOKENS = ["I", "ate", "rice"]
+
+CALLS = {
+    "heatmap": lambda **kw: plot_encoding_heatmap(TABLE, title="table", **kw),
+    "dimensions": lambda **kw: plot_dimensions(TABLE, [0, 1, 6], start=5, **kw),
+    "wavelengths": lambda **kw: plot_wavelengths(8, **kw),
+    "dot_product": lambda **kw: plot_dot_product_vs_distance(
+        TABLE, reference_positions=[0, 20], **kw
+    ),
+    "attention": lambda **kw: plot_attention_weights(WEIGHTS, TOKENS, title="w", **kw),
+}
+
+
+@pytest.fixture(autouse=True)
+def _show_is_forbidden(monkeypatch):
+    def show(*args, **kwargs):
+        raise AssertionError("a pe_lib plotting helper called plt.show()")
+
+    monkeypatch.setattr(plt, "show", show)
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_returns_figure_and_labelled_axes(name):
+    fig, ax = CALLS[name]()
+    assert isinstance(fig, Figure) and isinstance(ax, Axes) and ax.figure is fig
+    assert ax.get_xlabel() and ax.get_ylabel()
+    assert ax.has_data()
+    fig.canvas.draw()  # renders without error
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_draws_on_the_given_axes(name):
+    fig, axes = plt.subplots(1, 2)
+    before = plt.get_fignums()
+    got_fig, got_ax = CALLS[name](ax=axes[1])
+    assert got_fig is fig and got_ax is axes[1]
+    assert plt.get_fignums() == before  # no new figure
+    assert axes[1].has_data() and not axes[0].has_data()
+
+
+def test_heatmap_shows_the_table():
+    _, ax = plot_encoding_heatmap(TABLE.float())
+    np.testing.assert_allclose(ax.images[0].get_array(), TABLE.float().numpy())
+    assert ax.images[0].get_cmap().name == "viridis"
+
+
+def test_dimensions_plots_the_chosen_columns_against_position():
+    _, ax = plot_dimensions(TABLE.numpy(), [1, 6], start=5)
+    assert len(ax.lines) == 2
+    for line, column in zip(ax.lines, [1, 6], strict=True):
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(5, 45))
+        np.testing.assert_array_equal(line.get_ydata(), TABLE[:, column].numpy())
+
+
+def test_wavelengths_plot_the_wavelengths():
+    _, ax = plot_wavelengths(10, base=100.0)
+    points = ax.lines[0]
+    np.testing.assert_array_equal(points.get_xdata(), [0, 2, 4, 6, 8])
+    np.testing.assert_allclose(points.get_ydata(), wavelengths(10, 100.0).numpy())
+    assert ax.get_yscale() == "log"
+
+
+def test_dot_product_against_distance():
+    _, ax = plot_dot_product_vs_distance(TABLE, reference_positions=[0, 20])
+    for line, p in zip(ax.lines, [0, 20], strict=True):
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(40) - p)
+        np.testing.assert_allclose(line.get_ydata(), (TABLE @ TABLE[p]).numpy())
+
+
+def test_attention_weights_carry_the_tokens():
+    _, ax = plot_attention_weights(WEIGHTS.numpy(), TOKENS)
+    assert [label.get_text() for label in ax.get_xticklabels()] == TOKENS
+    assert [label.get_text() for label in ax.get_yticklabels()] == TOKENS
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: plot_encoding_heatmap([[0.0]]), TypeError, r"table must be .*\[\[0\.0\]\]"),
+        (lambda: plot_encoding_heatmap(torch.zeros(4)), ValueError, r"table .*shape \(4,\)"),
+        (lambda: plot_encoding_heatmap(np.zeros((0, 3))), ValueError, r"non-empty.*\(0, 3\)"),
+        (lambda: plot_encoding_heatmap(TABLE, ax="left"), TypeError, r"ax must be .*'left'"),
+        (lambda: plot_dimensions(TABLE, [0, 8]), ValueError, r"dims .*\[0, 8\).*\[0, 8\]"),
+        (lambda: plot_dimensions(TABLE, [-1]), ValueError, r"dims .*got \[-1\]"),
+        (lambda: plot_dimensions(TABLE, []), ValueError, r"dims must be a non-empty.*got \[\]"),
+        (lambda: plot_dimensions(TABLE, [True]), TypeError, r"dims .*ints.*\[True\]"),
+        (lambda: plot_dimensions(TABLE, [1.0]), TypeError, r"dims .*ints.*\[1\.0\]"),
+        (lambda: plot_dimensions(TABLE, 3), TypeError, r"dims must be a sequence.*got 3"),
+        (lambda: plot_dimensions(TABLE, [0], start=-2), ValueError, r"start .*got -2"),
+        (lambda: plot_wavelengths(0), ValueError, r"d_model .*got 0"),
+        (lambda: plot_wavelengths(8, base=1.0), ValueError, r"base .*> 1.*got 1\.0"),
+        (
+            lambda: plot_dot_product_vs_distance(TABLE, reference_positions=[40]),
+            ValueError,
+            r"reference_positions .*\[0, 40\).*got \[40\]",
+        ),
+        (
+            lambda: plot_dot_product_vs_distance(TABLE, reference_positions=[]),
+            ValueError,
+            r"reference_positions must be a non-empty.*got \[\]",
+        ),
+        (
+            lambda: plot_attention_weights(torch.ones(2, 2) / 2, TOKENS),
+            ValueError,
+            r"weights must have shape .*\(3, 3\).*got \(2, 2\)",
+        ),
+        (lambda: plot_attention_weights(WEIGHTS, "abc"), TypeError, r"tokens .*str.*'abc'"),
+        (lambda: plot_attention_weights(WEIGHTS, [1, 2, 3]), TypeError, r"tokens .*\[1, 2, 3\]"),
+    ],
+)
+def test_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

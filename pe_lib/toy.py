@@ -19,6 +19,7 @@ The model's ``position`` argument picks how positions enter:
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -91,6 +92,7 @@ class ShiftedCopyModel(nn.Module):
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
         self.d_model = check_positive_int("d_model", d_model)
         self.num_heads = check_positive_int("num_heads", num_heads)
+        self.max_len = check_positive_int("max_len", max_len)
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={d_model} must be divisible by num_heads, got num_heads={num_heads}"
@@ -98,9 +100,9 @@ class ShiftedCopyModel(nn.Module):
         self.head_dim = self.d_model // self.num_heads
         self.embedding = nn.Embedding(self.vocab_size, self.d_model)
         if self.position == "sinusoidal":
-            self.encoding: nn.Module = SinusoidalPositionalEncoding(self.d_model, max_len, 0.0)
+            self.encoding: nn.Module = SinusoidalPositionalEncoding(self.d_model, self.max_len, 0.0)
         elif self.position == "learned":
-            self.encoding = LearnedPositionalEncoding(self.d_model, max_len, 0.0)
+            self.encoding = LearnedPositionalEncoding(self.d_model, self.max_len, 0.0)
         else:
             self.encoding = nn.Identity()
         self.norm_attention = nn.LayerNorm(self.d_model)
@@ -145,10 +147,36 @@ class ShiftedCopyModel(nn.Module):
                     else type(tokens).__name__
                 )
             )
+        if tokens.numel() == 0:
+            raise ValueError(
+                f"tokens must hold at least one token per sequence, got shape {tuple(tokens.shape)}"
+            )
+        lowest, highest = int(tokens.min()), int(tokens.max())
+        if lowest < 0 or highest >= self.vocab_size:
+            raise ValueError(
+                f"tokens must be ids in [0, vocab_size={self.vocab_size}), got values from "
+                f"{lowest} to {highest}"
+            )
         x = self.encoding(self.embedding(tokens))
         x = x + self._attention(self.norm_attention(x))
         x = x + self.mlp(self.norm_mlp(x))
         return self.read_out(self.norm_out(x))
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, ShiftedCopyModel):
+        raise TypeError(f"model must be a ShiftedCopyModel, got {type(model).__name__}")
+
+
+def _check_learning_rate(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"lr must be a positive float, got {value!r} of type {type(value).__name__}"
+        )
+    value = float(value)
+    if not math.isfinite(value) or value <= 0.0:
+        raise ValueError(f"lr must be a finite float > 0, got {value!r}")
+    return value
 
 
 def train(
@@ -162,7 +190,9 @@ def train(
     seed: int = 0,
 ) -> list[float]:
     """Trains ``model`` in place with Adam on fresh random batches; returns the loss per step."""
+    _check_model(model)
     steps = check_positive_int("steps", steps)
+    lr = _check_learning_rate(lr)
     generator = torch.Generator().manual_seed(check_int("seed", seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
@@ -191,6 +221,8 @@ def evaluate(
     seed: int = 1,
 ) -> float:
     """Fraction of positions ``t >= lag`` where the model's top token is ``tokens[t - lag]``."""
+    _check_model(model)
+    num_sequences = check_positive_int("num_sequences", num_sequences)
     generator = torch.Generator().manual_seed(check_int("seed", seed))
     tokens, targets = shifted_copy_batch(
         num_sequences, seq_len, vocab_size=model.vocab_size, lag=lag, generator=generator

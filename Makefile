@@ -8,7 +8,14 @@ CHAPTERS := $(sort $(wildcard book/[0-9]*.ipynb))
 # jupyter-book's strict mode: warnings are errors, missing references are warnings.
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lint unit nbval html-test execute bench clean
+# jupyter-cache re-executes a chapter when its code cells change, not when pe_lib does: a change
+# to the library (or the pins) starts the execution cache afresh, and drops Sphinx's saved
+# doctrees so that every chapter is read, and so executed, again.
+CACHE_STAMP := .jupyter_cache/.built-with-current-pe_lib
+# The ipywidgets HTML manager, fetched (pinned, digest-checked) from the npm registry.
+WIDGET_MANAGER := book/_static/jupyter-widgets/embed.js
+
+.PHONY: book test lint unit nbval binder-test html-test execute bench clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,35 +23,48 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
+$(CACHE_STAMP): $(wildcard pe_lib/*.py) requirements.txt
+	rm -rf .jupyter_cache _build/.doctrees
+	mkdir -p .jupyter_cache
+	touch $@
+
 ## book: build the HTML book into _build/html (strict: any warning fails).
-book: $(STAMP)
+book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER)
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 
-## test: lint, library tests, every chapter re-executed by nbval, strict build, browser test.
-test: lint unit nbval book html-test
+## test: lint, library tests, every chapter re-executed by nbval and in the Binder environment,
+## strict build, browser test of every page.
+test: lint unit nbval binder-test book html-test
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check pe_lib tests benchmarks
+	$(BIN)/ruff format --check pe_lib tests benchmarks tools
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not html"
+	$(BIN)/python -m pytest tests -m "not html and not binder"
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --durations=0 $(CHAPTERS)
 
+## binder-test: a fresh venv from binder/requirements.txt runs every chapter from book/.
+binder-test: $(STAMP)
+	$(BIN)/python -m pytest tests -m binder
+
+## html-test: every page of _build/html in headless Chromium, offline (run `make book` first).
 html-test: $(STAMP)
 	$(BIN)/python -m pytest tests -m html
 
-## execute: re-run every chapter and store its outputs (then commit them).
+## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
 execute: $(STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.timeout=300 $(CHAPTERS)
+	$(BIN)/jupyter execute --inplace --timeout=300 $(CHAPTERS)
 
 ## bench: accuracy and speed figures (printed, never asserted in tests).
 bench: $(STAMP)
 	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
 
+$(WIDGET_MANAGER): tools/fetch_widget_manager.py
+	$(PYTHON) tools/fetch_widget_manager.py
+
 clean:
-	rm -rf _build .jupyter_cache
+	rm -rf _build .jupyter_cache book/_static/jupyter-widgets

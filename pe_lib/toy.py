@@ -30,6 +30,8 @@ from .modules import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 
 __all__ = ["POSITION_KINDS", "ShiftedCopyModel", "evaluate", "shifted_copy_batch", "train"]
 
+#: How :class:`ShiftedCopyModel` tells positions apart: no encoding, an added sinusoidal or
+#: learned table, rotary embeddings on queries and keys, or ALiBi distance biases.
 POSITION_KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
 
 #: Target value for positions that have no answer (the first ``lag`` ones); ignored by the loss.

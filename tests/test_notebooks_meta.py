@@ -1,0 +1,104 @@
+"""The chapters and the launch environments agree with the one repository URL in _config.yml.
+
+- Colab: every chapter's first code cell installs pe_lib from exactly ``repository.url`` when it is
+  missing, is hidden in the HTML (``remove-cell``) and prints nothing where pe_lib is installed.
+- Binder: ``binder/`` pins Python 3.11 and the same versions as ``requirements.txt``, with the
+  CPU-only torch index.
+- Publishing: the GitHub Pages workflow builds with ``make book`` and deploys ``_build/html``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "book").glob("[0-9]*.ipynb"))
+REPOSITORY_URL = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"][
+    "url"
+]
+
+GUARD = re.compile(r'^if importlib\.util\.find_spec\("pe_lib"\) is None:\s*$')
+INSTALL = re.compile(r'^(?P<indent>\s+)%pip install --quiet "pe_lib @ git\+(?P<url>[^"]+)"\s*$')
+PIN = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)==(?P<version>\S+)")
+
+
+def test_there_are_chapters() -> None:
+    assert CHAPTERS, "no chapter notebooks book/NN_*.ipynb"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_first_cell_installs_pe_lib_for_colab(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code_cells, f"{path.name} has no code cells"
+    # The title (markdown) may come first; the install cell must run before any other code.
+    cell = code_cells[0]
+    assert "remove-cell" in cell.metadata.get("tags", []), (
+        f"{path.name}: the install cell must carry the tag remove-cell (hidden in the HTML)"
+    )
+
+    lines = cell.source.splitlines()
+    assert "import importlib.util" in lines, f"{path.name}: the guard needs importlib.util"
+    guard_at = [i for i, line in enumerate(lines) if GUARD.match(line)]
+    assert guard_at, f'{path.name}: no `if importlib.util.find_spec("pe_lib") is None:` guard'
+    body = lines[guard_at[0] + 1 :]
+    installs = [m for m in map(INSTALL.match, body) if m]
+    assert installs, f'{path.name}: no indented `%pip install --quiet "pe_lib @ git+URL"` under it'
+    assert len(installs) == 1 and all(line.strip() == "" or INSTALL.match(line) for line in body), (
+        f"{path.name}: the guarded block should hold the one %pip install line and nothing else"
+    )
+    assert installs[0]["url"] == REPOSITORY_URL, (
+        f"{path.name} installs pe_lib from {installs[0]['url']}, but _config.yml's "
+        f"repository.url is {REPOSITORY_URL}: change both together"
+    )
+
+    # Silent where pe_lib is installed: the guard is false here, and the stored output is empty.
+    assert importlib.util.find_spec("pe_lib") is not None
+    assert cell.get("outputs", []) == [], f"{path.name}: the install cell printed {cell.outputs}"
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = PIN.match(line.strip())
+        if match:
+            pins[match["name"].lower().replace("_", "-")] = match["version"]
+    return pins
+
+
+def test_binder_pins_match_requirements() -> None:
+    binder = _pins(ROOT / "binder" / "requirements.txt")
+    main = _pins(ROOT / "requirements.txt")
+    for package in ("torch", "numpy", "matplotlib", "ipywidgets"):
+        assert package in binder, f"binder/requirements.txt does not pin {package}"
+    differing = {name: (version, main.get(name)) for name, version in binder.items()}
+    differing = {name: pair for name, pair in differing.items() if pair[0] != pair[1]}
+    assert not differing, f"binder pins differ from requirements.txt (binder, main): {differing}"
+
+
+def test_binder_uses_cpu_torch_python_311_and_installs_pe_lib() -> None:
+    lines = [
+        line.strip()
+        for line in (ROOT / "binder" / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    ]
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+    assert "-e ." in lines, "binder/requirements.txt must install pe_lib from the checkout"
+    runtime = (ROOT / "binder" / "runtime.txt").read_text(encoding="utf-8").strip()
+    assert runtime == "python-3.11"
+
+
+def test_pages_workflow_builds_with_make_book_and_deploys_the_html() -> None:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text("utf-8"))
+    steps = [step for job in workflow["jobs"].values() for step in job.get("steps", [])]
+    runs = [step.get("run", "") for step in steps]
+    uses = {step.get("uses", "").split("@")[0]: step for step in steps}
+    assert any(re.search(r"^\s*make book\s*$", run, re.M) for run in runs), "no `make book` step"
+    upload = uses.get("actions/upload-pages-artifact")
+    assert upload and upload["with"]["path"] == "_build/html", "upload _build/html as the site"
+    assert "actions/deploy-pages" in uses, "no deploy-pages step"

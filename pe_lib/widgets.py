@@ -242,7 +242,9 @@ def _explorer_class() -> type:
                 [
                     widgets.VBox([self.d_model_slider, self.base_slider]),
                     widgets.VBox([self.dims_text, self.num_positions_slider]),
-                ]
+                ],
+                # On a narrow screen (a phone) the second column of controls moves below the first.
+                layout=widgets.Layout(flex_flow="row wrap"),
             )
             super().__init__([controls, self.output])
             for control in (

@@ -76,18 +76,25 @@ def loop_table(num_positions, d_model, exponent):
     return pe
 
 
-def swapped_table(n, d):
-    pos = np.arange(n)[:, None]
-    angle = pos / 10000.0 ** (np.arange(0, d, 2) / d)
-    pe = np.zeros((n, d))
-    pe[:, 0::2] = np.cos(angle)
-    pe[:, 1::2] = np.sin(angle)
+def paper_angles(pos, d):
+    """pos / 10000^(2i/d) for a column of positions, one column per sine/cosine pair."""
+    return pos / 10000.0 ** (np.arange(0, d, 2) / d)
+
+
+def interleave(angle, d, first=np.sin, second=np.cos):
+    """A table with ``first(angle)`` in the even columns and ``second(angle)`` in the odd ones."""
+    pe = np.zeros((angle.shape[0], d))
+    pe[:, 0::2] = first(angle)
+    pe[:, 1::2] = second(angle[:, : d // 2])
     return pe
 
 
+def swapped_table(n, d):
+    return interleave(paper_angles(np.arange(n)[:, None], d), d, first=np.cos, second=np.sin)
+
+
 def concat_table(n, d):
-    pos = np.arange(n)[:, None]
-    angle = pos / 10000.0 ** (np.arange(0, d, 2) / d)
+    angle = paper_angles(np.arange(n)[:, None], d)
     return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
 
 
@@ -99,39 +106,19 @@ def tensor2tensor_table(n, d):
 
 
 def degrees_table(n, d):
-    pos = np.arange(n)[:, None]
-    angle = np.deg2rad(pos / 10000.0 ** (np.arange(0, d, 2) / d))
-    pe = np.zeros((n, d))
-    pe[:, 0::2] = np.sin(angle)
-    pe[:, 1::2] = np.cos(angle)
-    return pe
+    return interleave(np.deg2rad(paper_angles(np.arange(n)[:, None], d)), d)
 
 
 def radians_to_degrees_table(n, d):
-    pos = np.arange(n)[:, None]
-    angle = np.degrees(pos / 10000.0 ** (np.arange(0, d, 2) / d))
-    pe = np.zeros((n, d))
-    pe[:, 0::2] = np.sin(angle)
-    pe[:, 1::2] = np.cos(angle)
-    return pe
+    return interleave(np.degrees(paper_angles(np.arange(n)[:, None], d)), d)
 
 
 def two_pi_table(n, d):
-    pos = np.arange(n)[:, None]
-    angle = 2 * np.pi * pos / 10000.0 ** (np.arange(0, d, 2) / d)
-    pe = np.zeros((n, d))
-    pe[:, 0::2] = np.sin(angle)
-    pe[:, 1::2] = np.cos(angle)
-    return pe
+    return interleave(2 * np.pi * paper_angles(np.arange(n)[:, None], d), d)
 
 
 def from_one_table(n, d):
-    pos = np.arange(1, n + 1)[:, None]  # positions counted from 1
-    angle = pos / 10000.0 ** (np.arange(0, d, 2) / d)
-    pe = np.zeros((n, d))
-    pe[:, 0::2] = np.sin(angle)
-    pe[:, 1::2] = np.cos(angle)
-    return pe
+    return interleave(paper_angles(np.arange(1, n + 1)[:, None], d), d)  # positions from 1
 
 
 def float16_angles_table(n, d):

@@ -14,8 +14,10 @@ BOOK_FLAGS := -W -n --keep-going
 CACHE_STAMP := .jupyter_cache/.built-with-current-pe_lib
 # The ipywidgets HTML manager, fetched (pinned, digest-checked) from the npm registry.
 WIDGET_MANAGER := book/_static/jupyter-widgets/embed.js
+# The Korean web font (Noto Sans KR, Hangul blocks only), fetched the same way.
+HANGUL_FONT := book/_static/fonts/noto-sans-kr.css
 
-.PHONY: book test lint unit nbval binder-test html-test execute bench clean
+.PHONY: book test lint unit nbval nbval-generic binder-test html-test execute bench clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,23 +31,30 @@ $(CACHE_STAMP): $(wildcard pe_lib/*.py) requirements.txt
 	touch $@
 
 ## book: build the HTML book into _build/html (strict: any warning fails).
-book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER)
+book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT)
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 
 ## test: lint, library tests, every chapter re-executed by nbval and in the Binder environment,
 ## strict build, browser test of every page.
-test: lint unit nbval binder-test book html-test
+test: lint unit nbval nbval-generic binder-test book html-test
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check pe_lib tests benchmarks tools
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not html and not binder"
+	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels"
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --durations=0 $(CHAPTERS)
+
+## nbval-generic: the same comparison under torch's and numpy's generic CPU kernels, so that no
+## stored output depends on the SIMD kernels of the machine that executed it.
+nbval-generic: $(STAMP)
+	env $$($(BIN)/python tools/generic_kernels.py) PE_BOOK_GENERIC_KERNELS=1 \
+		$(BIN)/python -m pytest --nbval --nbval-current-env \
+		--nbval-sanitize-with book/sanitize.cfg $(CHAPTERS) tests/test_cpu_kernels.py
 
 ## binder-test: a fresh venv from binder/requirements.txt runs every chapter from book/.
 binder-test: $(STAMP)
@@ -63,8 +72,11 @@ execute: $(STAMP)
 bench: $(STAMP)
 	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
 
-$(WIDGET_MANAGER): tools/fetch_widget_manager.py
+$(WIDGET_MANAGER): tools/fetch_widget_manager.py tools/npm_tarball.py
 	$(PYTHON) tools/fetch_widget_manager.py
 
+$(HANGUL_FONT): tools/fetch_hangul_font.py tools/npm_tarball.py
+	$(PYTHON) tools/fetch_hangul_font.py
+
 clean:
-	rm -rf _build .jupyter_cache book/_static/jupyter-widgets
+	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts

@@ -5,7 +5,7 @@ that server (a CDN, Binder, Colab) is aborted and recorded, so a page passes onl
 offline. Per page the test checks: no console errors or uncaught exceptions, no failed request to
 the local server, no request to any other host, every ``<img>`` decoded (``naturalWidth > 0``),
 math typeset by the MathJax copy in ``_static`` (one ``mjx-container`` per math element and no
-MathJax error node), every local link pointing at an existing file and, when it has a
+MathJax error node), every run of Hangul drawn by the book's Korean web font, every local link pointing at an existing file and, when it has a
 ``#fragment``, at an existing ``id`` in that file, and every saved ipywidget rendered into a
 visible, non-empty area.
 
@@ -61,6 +61,11 @@ PAGES_WITH_WIDGETS = {"book/03_frequency_spectrum.html"}
 # A page's math must be typeset within this time (ms); MathJax usually needs well under a second.
 MATH_TIMEOUT_MS = 10_000
 WIDGET_TIMEOUT_MS = 10_000
+
+# Pages that quote the article's Korean sentences (a page with none would make the check vacuous).
+PAGES_WITH_HANGUL = {"book/intro.html", "book/01_permutation_invariance.html", "book/summary.html"}
+HANGUL_FAMILY = "Noto Sans KR"
+FONT_TIMEOUT_MS = 10_000
 
 WIDGET_VIEW_SELECTOR = 'script[type="application/vnd.jupyter.widget-view+json"]'
 
@@ -307,6 +312,79 @@ def check_widgets(page) -> tuple[int, list[str]]:
     return view_count, []
 
 
+# Wraps every run of Hangul in the rendered page in its own <span>, so that the browser can say
+# which font drew it; returns how many runs it wrapped. Closed <details> (solutions) are opened.
+WRAP_HANGUL_RUNS = r"""() => {
+    document.querySelectorAll('details').forEach(d => { d.open = true; });
+    const run = /[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7ff]+/g;
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const nodes = [];
+    while (walker.nextNode()) {
+        const node = walker.currentNode;
+        const parent = node.parentElement;
+        if (!parent || parent.closest('script, style, noscript, textarea')) continue;
+        if (run.test(node.data)) nodes.push(node);
+        run.lastIndex = 0;
+    }
+    let count = 0;
+    for (const node of nodes) {
+        const fragment = document.createDocumentFragment();
+        let last = 0;
+        for (const match of node.data.matchAll(run)) {
+            fragment.append(node.data.slice(last, match.index));
+            const span = document.createElement('span');
+            span.dataset.hangulRun = String(count++);
+            span.textContent = match[0];
+            fragment.append(span);
+            last = match.index + match[0].length;
+        }
+        fragment.append(node.data.slice(last));
+        node.replaceWith(fragment);
+    }
+    return count;
+}"""
+
+
+def check_hangul(page) -> tuple[int, list[str]]:
+    """Every visible run of Hangul drawn entirely by the book's Korean web font.
+
+    Chromium reports, per element, the fonts that actually drew its glyphs
+    (``CSS.getPlatformFontsForNode``). A run that fell back to a system font, or to a font
+    without Korean glyphs (drawn as missing-glyph boxes), shows another family there.
+    """
+    runs = page.evaluate(WRAP_HANGUL_RUNS)
+    if runs == 0:
+        return 0, []
+    page.evaluate("() => document.fonts.ready")
+    page.wait_for_function(
+        f"() => document.fonts.check('16px \"{HANGUL_FAMILY}\"', '\uac00')",
+        timeout=FONT_TIMEOUT_MS,
+    )
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    node_ids = cdp.send(
+        "DOM.querySelectorAll", {"nodeId": root, "selector": "span[data-hangul-run]"}
+    )["nodeIds"]
+    problems, drawn = [], 0
+    for node_id in node_ids:
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node_id})["fonts"]
+        if not fonts:  # not rendered (hidden at this width): nothing was drawn
+            continue
+        drawn += 1
+        others = [
+            f
+            for f in fonts
+            if not (f["isCustomFont"] and f["familyName"].startswith(HANGUL_FAMILY))
+        ]
+        if others:
+            text = cdp.send("DOM.getOuterHTML", {"nodeId": node_id})["outerHTML"]
+            problems.append(f"Hangul {text} drawn with {others}, not the web font {HANGUL_FAMILY}")
+    cdp.detach()
+    return drawn, problems
+
+
 def check_images(page) -> list[str]:
     """Every ``<img>`` (lazy ones forced to load) decoded with a non-zero natural width."""
     page.evaluate(
@@ -356,6 +434,10 @@ def test_page_reads_offline(visit, relpath: str) -> None:
     problems += widget_problems
     if relpath in PAGES_WITH_WIDGETS and widget_count == 0:
         problems.append("widgets: this page should show a saved ipywidget, and it has none")
+    hangul_runs, hangul_problems = check_hangul(page)
+    problems += hangul_problems
+    if relpath in PAGES_WITH_HANGUL and hangul_runs == 0:
+        problems.append("Hangul: this page quotes the article in Korean, and none was drawn")
     problems += check_images(page)
     # index.html redirects to the root document: check the page the reader ends up on.
     problems += check_links(page, page.url, page_visit.base_url)

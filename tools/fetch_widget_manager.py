@@ -13,16 +13,13 @@ Keep ``VERSION`` in step with ``ipywidgets`` in ``requirements.txt`` (8.1.x pair
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
 import sys
-import tarfile
-import urllib.request
 from pathlib import Path
 
+from npm_tarball import tarball_url, verified_tarball
+
+PACKAGE = "@jupyter-widgets/html-manager"
 VERSION = "1.0.15"
-TARBALL = f"https://registry.npmjs.org/@jupyter-widgets/html-manager/-/html-manager-{VERSION}.tgz"
 # `dist.integrity` of the release in the npm registry's metadata.
 INTEGRITY = "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA=="
 TARGET = Path(__file__).resolve().parents[1] / "book" / "_static" / "jupyter-widgets"
@@ -30,17 +27,8 @@ WANTED_SUFFIXES = (".woff", ".woff2")
 WANTED_NAMES = ("embed.js", "embed.js.LICENSE.txt")
 
 
-def verified_tarball(data: bytes) -> tarfile.TarFile:
-    algorithm, _, expected = INTEGRITY.partition("-")
-    actual = base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
-    if actual != expected:
-        raise SystemExit(f"{TARBALL}: {algorithm} digest {actual} does not match {expected}")
-    return tarfile.open(fileobj=io.BytesIO(data), mode="r:gz")
-
-
 def main() -> int:
-    with urllib.request.urlopen(TARBALL, timeout=60) as response:
-        archive = verified_tarball(response.read())
+    archive = verified_tarball(PACKAGE, VERSION, INTEGRITY)
     TARGET.mkdir(parents=True, exist_ok=True)
     written = []
     for member in archive.getmembers():
@@ -51,8 +39,8 @@ def main() -> int:
             (TARGET / name).write_bytes(archive.extractfile(member).read())
             written.append(name)
     if "embed.js" not in written:
-        raise SystemExit(f"{TARBALL} has no package/dist/embed.js")
-    print(f"@jupyter-widgets/html-manager {VERSION}: {len(written)} files in {TARGET}")
+        raise SystemExit(f"{tarball_url(PACKAGE, VERSION)} has no package/dist/embed.js")
+    print(f"{PACKAGE} {VERSION}: {len(written)} files in {TARGET}")
     return 0
 
 

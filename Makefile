@@ -16,6 +16,8 @@ CACHE_STAMP := .jupyter_cache/.built-with-current-pe_lib
 WIDGET_MANAGER := book/_static/jupyter-widgets/embed.js
 # The Korean web font (Noto Sans KR, Hangul blocks only), fetched the same way.
 HANGUL_FONT := book/_static/fonts/noto-sans-kr.css
+# Vega, Vega-Lite and vega-embed, which draw the explorable figures, fetched the same way.
+VEGA := book/_static/vega/vega-embed.min.js
 
 .PHONY: book test lint unit nbval nbval-generic binder-test html-test execute bench clean
 
@@ -31,7 +33,7 @@ $(CACHE_STAMP): $(wildcard pe_lib/*.py) requirements.txt
 	touch $@
 
 ## book: build the HTML book into _build/html (strict: any warning fails).
-book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT)
+book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 
 ## test: lint, library tests, every chapter re-executed by nbval and in the Binder environment,
@@ -78,5 +80,8 @@ $(WIDGET_MANAGER): tools/fetch_widget_manager.py tools/npm_tarball.py
 $(HANGUL_FONT): tools/fetch_hangul_font.py tools/npm_tarball.py
 	$(PYTHON) tools/fetch_hangul_font.py
 
+$(VEGA): tools/fetch_vega.py tools/npm_tarball.py
+	$(PYTHON) tools/fetch_vega.py
+
 clean:
-	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts
+	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts book/_static/vega

@@ -56,8 +56,6 @@ CHROMIUM_FLAGS = [
 ]
 # Folders of support files, not pages.
 NON_PAGE_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static"}
-# Pages that must carry at least one live (saved-state) ipywidget.
-PAGES_WITH_WIDGETS = {"book/03_frequency_spectrum.html"}
 # A page's math must be typeset within this time (ms); MathJax usually needs well under a second.
 MATH_TIMEOUT_MS = 10_000
 WIDGET_TIMEOUT_MS = 10_000
@@ -430,10 +428,8 @@ def test_page_reads_offline(visit, relpath: str) -> None:
     page = page_visit.page
     page.wait_for_load_state("networkidle")
     problems = check_math(page, page_visit.base_url)
-    widget_count, widget_problems = check_widgets(page)
+    _, widget_problems = check_widgets(page)
     problems += widget_problems
-    if relpath in PAGES_WITH_WIDGETS and widget_count == 0:
-        problems.append("widgets: this page should show a saved ipywidget, and it has none")
     hangul_runs, hangul_problems = check_hangul(page)
     problems += hangul_problems
     if relpath in PAGES_WITH_HANGUL and hangul_runs == 0:
@@ -496,3 +492,290 @@ def test_every_toc_document_is_built() -> None:
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
     assert not missing, f"in _toc.yml but not built: {missing}"
+
+
+# --------------------------------------------------------------------------- explorable figures
+
+
+def _pages_with_figures() -> dict[str, int]:
+    """Pages whose stored outputs hold pe_lib.charts figures, and how many each holds."""
+    counts = {}
+    for notebook in sorted((ROOT / "book").glob("*.ipynb")):
+        text = notebook.read_text(encoding="utf-8")
+        count = text.count('<div class=\\"pe-chart\\"')
+        if count:
+            counts[notebook.relative_to(ROOT).with_suffix(".html").as_posix()] = count
+    return counts
+
+
+PAGES_WITH_FIGURES = _pages_with_figures()
+FIGURE_TIMEOUT_MS = 20_000
+# Where a control moves to: a quarter of its range, else its end (a text box gets other columns).
+NEW_TEXT_VALUE = "3, 8, 21"
+
+FIGURES_DRAWN = """() => Array.from(document.querySelectorAll('div.pe-chart'))
+    .every(figure => figure.dataset.peChartState)"""
+
+DESCRIBE_FIGURES = """() => Array.from(document.querySelectorAll('div.pe-chart'), figure => ({
+    name: figure.dataset.peChart,
+    state: figure.dataset.peChartState,
+    controls: Array.from(figure.querySelectorAll('.vega-bindings input, .vega-bindings select'),
+        input => ({name: input.name, type: input.type, value: input.value, min: input.min,
+                   max: input.max, step: input.step})),
+}))"""
+
+# The image of a figure (its SVG) and the rows behind every mark it drew, with the values of its
+# parameters: what the reader sees, and what the browser computed to draw it.
+READ_FIGURE = """(index) => {
+    const figure = document.querySelectorAll('div.pe-chart')[index];
+    const view = figure.peView;
+    const rows = [];
+    const seen = new Set();
+    (function walk(node) {
+        for (const item of node.items || []) {
+            if (item.datum && item.mark && item.mark.marktype !== 'group') {
+                const row = {};
+                for (const [key, value] of Object.entries(item.datum)) {
+                    if (typeof value === 'number' || typeof value === 'string') row[key] = value;
+                }
+                const key = JSON.stringify(row);
+                if (!seen.has(key)) { seen.add(key); rows.push(row); }
+            }
+            walk(item);
+        }
+    })(view.scenegraph().root);
+    const settings = {};
+    for (const input of figure.querySelectorAll('.vega-bindings input')) {
+        settings[input.name] = view.signal(input.name);
+    }
+    return {svg: figure.querySelector('svg').outerHTML, rows, settings};
+}"""
+
+MOVE_CONTROL = """async ([index, name, value]) => {
+    const figure = document.querySelectorAll('div.pe-chart')[index];
+    const input = figure.querySelector(`.vega-bindings [name="${name}"]`);
+    input.value = value;
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+    input.dispatchEvent(new Event('change', {bubbles: true}));
+    await figure.peView.runAsync();
+}"""
+
+
+def _moved_value(control: dict) -> str:
+    if control["type"] != "range":
+        return NEW_TEXT_VALUE
+    low, high, step = float(control["min"]), float(control["max"]), float(control["step"])
+    quarter = low + round((high - low) / 4 / step) * step
+    target = quarter if abs(quarter - float(control["value"])) > step / 2 else high
+    return f"{target:g}"
+
+
+def _close(actual: float, expected: float, what: str, problems: list[str]) -> None:
+    if not abs(actual - expected) <= 1e-6:
+        problems.append(f"{what}: browser {actual!r}, pe_lib {expected!r}")
+
+
+def _agrees_with_pe_lib(name: str, settings: dict, rows: list[dict]) -> list[str]:
+    """The browser's values against pe_lib's, for the figure ``name`` at ``settings``."""
+    import torch
+
+    import pe_lib
+
+    problems: list[str] = []
+    if name in {"frequency", "wavelength", "dot_product"}:
+        d_model, base = int(settings["d_model"]), 10.0 ** settings["log10_base"]
+    if name == "frequency":
+        drawn = [row for row in rows if {"pos", "column", "value"} <= row.keys()]
+        table = pe_lib.sinusoidal_table(
+            int(settings["num_positions"]), d_model, base=base, dtype=torch.float64
+        )
+        for row in drawn:
+            expected = float(table[int(row["pos"]), int(row["column"])])
+            _close(row["value"], expected, f"PE({row['pos']}, {row['column']})", problems)
+    elif name == "wavelength":
+        drawn = [row for row in rows if {"pair", "wavelength"} <= row.keys()]
+        expected_all = pe_lib.wavelengths(d_model, base)
+        if len(drawn) != len(expected_all):
+            problems.append(f"{len(drawn)} pairs drawn, pe_lib has {len(expected_all)}")
+        for row in drawn:
+            expected = float(expected_all[int(row["pair"])])
+            _close(row["wavelength"] / expected, 1.0, f"wavelength {row['pair']}", problems)
+    elif name == "dot_product":
+        drawn = [row for row in rows if {"k", "dot"} <= row.keys()]
+        last = max(int(row["k"]) for row in drawn)
+        table = pe_lib.sinusoidal_table(37 + last + 1, d_model, base=base, dtype=torch.float64)
+        for row in drawn:
+            k = int(row["k"])
+            for pos in (0, 37):  # any position: the dot product depends on k alone
+                expected = float(table[pos] @ table[pos + k])
+                _close(row["dot"], expected, f"PE({pos}) . PE({pos}+{k})", problems)
+    elif name == "rotation":
+        d_model = 16
+        drawn = [row for row in rows if {"which", "x", "y"} <= row.keys()]
+        pair, pos, k = int(settings["pair"]), int(settings["position"]), int(settings["shift"])
+        table = pe_lib.sinusoidal_table(max(pos, pos + k) + 1, d_model, dtype=torch.float64)
+        shifted = pe_lib.relative_shift_matrix(k, d_model) @ table[pos]  # M_k PE(pos)
+        expected = {"pos": table[pos], "pos + k": shifted}
+        for row in drawn:
+            vector = expected[row["which"]]
+            _close(row["x"], float(vector[2 * pair]), f"{row['which']} sine", problems)
+            _close(row["y"], float(vector[2 * pair + 1]), f"{row['which']} cosine", problems)
+        if len(drawn) != 2:
+            problems.append(f"{len(drawn)} points drawn, expected pos and pos + k")
+    elif name == "alibi_bias":
+        num_heads, last = int(settings["num_heads"]), int(settings["max_distance"])
+        drawn = [row for row in rows if {"head", "distance", "bias"} <= row.keys()]
+        slopes = pe_lib.alibi_slopes(num_heads)
+        bias = pe_lib.alibi_bias(num_heads, last + 1, last + 1, dtype=torch.float64)
+        if {int(row["head"]) for row in drawn} != set(range(num_heads)):
+            problems.append(
+                f"heads drawn {sorted({row['head'] for row in drawn})}, expected {num_heads}"
+            )
+        for row in drawn:
+            head, distance = int(row["head"]), int(row["distance"])
+            _close(row["slope"], float(slopes[head]), f"slope of head {head}", problems)
+            expected = float(bias[head, last, last - distance])  # query at `last`, key before it
+            _close(row["bias"], expected, f"bias of head {head} at distance {distance}", problems)
+    else:
+        problems.append(f"no pe_lib reference for the figure {name!r}")
+    if not problems and not drawn:
+        problems.append(f"figure {name!r} drew none of the values it should compute")
+    return problems
+
+
+def test_book_has_explorable_figures() -> None:
+    """At least five figures that recompute in the browser, on at least four chapter pages."""
+    assert sum(PAGES_WITH_FIGURES.values()) >= 5 and len(PAGES_WITH_FIGURES) >= 4, (
+        f"explorable figures per page: {PAGES_WITH_FIGURES}"
+    )
+
+
+@pytest.mark.parametrize("relpath", sorted(PAGES_WITH_FIGURES) or ["<no figures>"])
+def test_figures_redraw_and_agree_with_pe_lib(visit, relpath: str) -> None:
+    """Every control of every figure redraws it; the values drawn equal pe_lib's within 1e-6."""
+    if not PAGES_WITH_FIGURES:
+        pytest.fail("no chapter stores an explorable figure")
+    page = visit(relpath).page
+    page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    figures = page.evaluate(DESCRIBE_FIGURES)
+    assert len(figures) == PAGES_WITH_FIGURES[relpath]
+    problems = []
+    for index, figure in enumerate(figures):
+        name = figure["name"]
+        if figure["state"] != "drawn" or not figure["controls"]:
+            problems.append(f"figure {index} ({name}): {figure['state']}, {figure['controls']}")
+            continue
+        before = page.evaluate(READ_FIGURE, index)
+        problems += [
+            f"{name} at {before['settings']}: {p}"
+            for p in _agrees_with_pe_lib(name, before["settings"], before["rows"])
+        ]
+        for control in figure["controls"]:
+            value = _moved_value(control)
+            page.evaluate(MOVE_CONTROL, [index, control["name"], value])
+            after = page.evaluate(READ_FIGURE, index)
+            if after["svg"] == before["svg"]:
+                problems.append(f"{name}: moving {control['name']} to {value} redrew nothing")
+            problems += [
+                f"{name} at {after['settings']}: {p}"
+                for p in _agrees_with_pe_lib(name, after["settings"], after["rows"])
+            ]
+            before = after
+    assert not problems, f"{relpath}:\n  " + "\n  ".join(problems[:20])
+
+
+# Every control a reader can move in the text of a page (the theme's own buttons, search box and
+# menus aside): each must belong to a figure that the browser redraws.
+ARTICLE_CONTROLS = """() => Array.from(
+    document.querySelectorAll('article input, article select, article textarea'))
+    .filter(control => control.type !== 'hidden' && control.getClientRects().length > 0)
+    .map(control => ({html: control.outerHTML.slice(0, 160),
+                      inFigure: control.closest('div.pe-chart') !== null}))"""
+
+
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_no_control_moves_without_effect(visit, relpath: str) -> None:
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    page = visit(relpath).page
+    page.wait_for_load_state("networkidle")
+    if relpath in PAGES_WITH_FIGURES:
+        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    dead = [c["html"] for c in page.evaluate(ARTICLE_CONTROLS) if not c["inFigure"]]
+    assert not dead, f"{relpath}: controls that no figure on the page answers: {dead}"
+
+
+# --------------------------------------------------------------------------- every reader
+
+NARROW_WIDTH = 400
+
+
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_page_fits_a_narrow_screen(browser, base_url, relpath: str) -> None:
+    """At 400 px the page never scrolls sideways (code blocks scroll inside themselves)."""
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    context = browser.new_context(viewport={"width": NARROW_WIDTH, "height": 800})
+    try:
+        page = context.new_page()
+        page.route(
+            "**/*", lambda r: r.continue_() if r.request.url.startswith(base_url) else r.abort()
+        )
+        page.goto(base_url + relpath, wait_until="networkidle")
+        if relpath in PAGES_WITH_FIGURES:
+            page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        wide = page.evaluate(
+            """(limit) => Array.from(document.querySelectorAll('article *'))
+                .filter(el => el.getBoundingClientRect().right > limit + 1
+                    && !el.closest('pre, .highlight, mjx-container, .pst-scrollable-table-container'))
+                .slice(0, 5).map(el => el.tagName + '.' + el.className)""",
+            NARROW_WIDTH,
+        )
+        assert width <= NARROW_WIDTH, f"{relpath} is {width} px wide at {NARROW_WIDTH} px: {wide}"
+        assert not wide, f"{relpath}: content cut off past {NARROW_WIDTH} px: {wide}"
+    finally:
+        context.close()
+
+
+# Alpha of the corners of every figure image, drawn on a canvas: 255 where the figure brings its
+# own opaque background, which keeps dark axes and labels readable on the dark theme.
+FIGURE_BACKGROUNDS = """() => {
+    const results = [];
+    for (const img of document.querySelectorAll('article img')) {
+        const canvas = document.createElement('canvas');
+        canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+        const context = canvas.getContext('2d');
+        context.drawImage(img, 0, 0);
+        const corners = [[0, 0], [img.naturalWidth - 1, img.naturalHeight - 1]];
+        const alpha = corners.map(([x, y]) => context.getImageData(x, y, 1, 1).data[3]);
+        results.push({figure: img.currentSrc.split('/').pop(), opaque: Math.min(...alpha) === 255});
+    }
+    for (const svg of document.querySelectorAll('div.pe-chart svg')) {
+        const colour = getComputedStyle(svg).backgroundColor;
+        results.push({figure: 'chart', opaque: colour === 'rgb(255, 255, 255)'});
+    }
+    return results;
+}"""
+
+
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_figures_readable_in_dark_mode(browser, base_url, relpath: str) -> None:
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    context = browser.new_context()
+    context.add_init_script("localStorage.setItem('mode', 'dark')")
+    try:
+        page = context.new_page()
+        page.route(
+            "**/*", lambda r: r.continue_() if r.request.url.startswith(base_url) else r.abort()
+        )
+        page.goto(base_url + relpath, wait_until="networkidle")
+        assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        if relpath in PAGES_WITH_FIGURES:
+            page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+        check_images(page)
+        transparent = [f["figure"] for f in page.evaluate(FIGURE_BACKGROUNDS) if not f["opaque"]]
+        assert not transparent, f"{relpath}: figures without an opaque background: {transparent}"
+    finally:
+        context.close()

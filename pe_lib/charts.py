@@ -1,0 +1,459 @@
+r"""Figures that recompute in the reader's browser, with no kernel (needs the optional ``altair``).
+
+Each builder returns an :class:`ExplorableFigure`: a Vega-Lite specification written with Altair
+that holds no computed numbers, only the formula, as a Vega expression, and the controls, as
+Vega-Lite parameters bound to sliders and text boxes. Whoever displays it evaluates the formula:
+the published book through the Vega bundle in its ``_static`` folder (loaded by
+``book/_static/pe-charts.js``), JupyterLab through its Vega-Lite renderer, and any other
+frontend that runs HTML output (Colab, Jupyter Notebook) through the same bundle from a CDN.
+
+The expressions are a second implementation of pe_lib's formulas, in another language; the
+book's browser test reads the values the browser computed and compares them with pe_lib's.
+
+:data:`CHARTS` names every builder; a chart's name is also stored in its specification
+(``usermeta["pe_chart"]``), so a test can tell which formula a figure on a page computes.
+
+``altair`` is imported only when a chart is built; install it with ``pip install altair``
+(or ``pip install "pe_lib[charts]"``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._validation import check_base, check_positive_int
+
+if TYPE_CHECKING:  # pragma: no cover
+    import altair as alt
+
+__all__ = [
+    "CHARTS",
+    "ExplorableFigure",
+    "alibi_bias_chart",
+    "dot_product_chart",
+    "frequency_chart",
+    "rotation_chart",
+    "wavelength_chart",
+]
+
+# Vega-Lite major version of the specifications: the MIME type JupyterLab renders natively.
+VEGALITE_MIME_TYPE = "application/vnd.vegalite.v6+json"
+# Only for frontends without the book's bundle (Colab, Jupyter Notebook): the releases that
+# tools/fetch_vega.py serves from the book's _static folder, fetched from jsDelivr instead.
+CDN_RELEASES = (("vega", "6.4.0"), ("vega-lite", "6.4.1"), ("vega-embed", "7.3.0"))
+# An opaque background keeps a chart readable in the book's dark mode as well as its light one.
+_BACKGROUND = "white"
+_HEIGHT = 220
+
+
+def _altair() -> Any:
+    try:
+        import altair
+    except ImportError as error:  # pragma: no cover - exercised only without altair
+        raise ImportError(
+            "pe_lib.charts needs altair: pip install altair (or pip install 'pe_lib[charts]')"
+        ) from error
+    return altair
+
+
+# Loads Vega from jsDelivr and draws the chart, in a frontend that runs the HTML of an output
+# but has neither the book's bundle nor a Vega-Lite renderer. On a page of the book the loader
+# pe-charts.js is present and draws every chart itself, so this does nothing there.
+_LIVE_LOADER = """<script>
+(function () {
+  if (document.querySelector('script[src*="pe-charts.js"]')) { return; }
+  var figure = document.currentScript.previousElementSibling.previousElementSibling;
+  var releases = %(releases)s;
+  function load(index) {
+    if (index === releases.length) {
+      var spec = JSON.parse(figure.nextElementSibling.textContent);
+      window.vegaEmbed(figure, spec, {renderer: "svg", actions: false});
+      return;
+    }
+    var script = document.createElement("script");
+    script.src = "https://cdn.jsdelivr.net/npm/" + releases[index] + "/build/"
+      + releases[index].split("@")[0] + ".min.js";
+    script.onload = function () { load(index + 1); };
+    document.head.appendChild(script);
+  }
+  load(window.vegaEmbed ? releases.length : 0);
+})();
+</script>"""
+
+
+class ExplorableFigure:
+    """A Vega-Lite chart that recomputes in the browser; displays itself in Jupyter.
+
+    Its MIME bundle carries the specification twice: as Vega-Lite JSON, for JupyterLab's
+    renderer, and as HTML (``<div class="pe-chart">`` followed by the specification in a
+    ``<script type="application/json">``), for the book's pages and other frontends. Both are
+    deterministic functions of the specification, so stored outputs compare equal when a
+    notebook is re-executed.
+
+    Attributes:
+        name: the chart's key in :data:`CHARTS`.
+        spec: the Vega-Lite specification, a JSON-compatible dict.
+    """
+
+    def __init__(self, name: str, spec: dict[str, Any]) -> None:
+        self.name = name
+        self.spec = spec
+
+    def __repr__(self) -> str:
+        return f"<ExplorableFigure {self.name}: Vega-Lite, recomputed in the browser>"
+
+    def to_json(self) -> str:
+        """The specification as compact JSON with sorted keys (stable between runs)."""
+        return json.dumps(self.spec, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+    def to_html(self) -> str:
+        """The figure as an HTML fragment: placeholder, specification, fallback loader."""
+        # `</` must not end the <script> early; JSON allows `<\/`.
+        spec_json = self.to_json().replace("</", "<\\/")
+        releases = json.dumps([f"{name}@{version}" for name, version in CDN_RELEASES])
+        return (
+            f'<div class="pe-chart" data-pe-chart="{html.escape(self.name)}"></div>'
+            f'<script type="application/json" class="pe-chart-spec">{spec_json}</script>'
+            + _LIVE_LOADER
+            % {"releases": releases}
+        )
+
+    def _repr_mimebundle_(
+        self, include: object = None, exclude: object = None
+    ) -> dict[str, object]:
+        return {
+            VEGALITE_MIME_TYPE: self.spec,
+            "text/html": self.to_html(),
+            "text/plain": repr(self),
+        }
+
+
+def _figure(name: str, chart: alt.TopLevelMixin) -> ExplorableFigure:
+    spec = chart.to_dict()
+    spec["usermeta"] = {"pe_chart": name}
+    spec.setdefault("config", {})["background"] = _BACKGROUND
+    return ExplorableFigure(name, spec)
+
+
+def _range(
+    name: str, value: float, low: float, high: float, step: float, label: str
+) -> alt.Parameter:
+    alt_ = _altair()
+    bind = alt_.binding_range(min=low, max=high, step=step, name=label)
+    parameter: alt.Parameter = alt_.param(name=name, value=value, bind=bind)
+    return parameter
+
+
+def _check_even_d_model(d_model: object) -> int:
+    d_model = check_positive_int("d_model", d_model)
+    if d_model % 2 or not 4 <= d_model <= 512:
+        raise ValueError(f"d_model must be an even integer in [4, 512], got {d_model}")
+    return d_model
+
+
+def _check_in_range(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    return value
+
+
+def _log10_base(base: object) -> float:
+    """The slider position of ``base``: its log10, which must be a multiple of 0.1 in [1, 6]."""
+    base = check_base(base)
+    exponent = round(math.log10(base), 1)
+    if not 1 <= exponent <= 6 or abs(10**exponent - base) > 1e-9 * base:
+        raise ValueError(f"base must be 10**e with e one of 1.0, 1.1, ..., 6.0, got {base}")
+    return exponent
+
+
+# The angular frequency of column `column` (pairs share one): base^(-2i/d) with i = column // 2,
+# Vaswani et al. (2017), section 3.5; as pe_lib.sinusoidal.angular_frequencies.
+_OMEGA = "pow(pow(10, log10_base), -(datum.column - datum.column % 2) / d_model)"
+
+
+def _base_params(d_model: int, log10_base: float) -> list[alt.Parameter]:
+    return [
+        _range("d_model", d_model, 4, 512, 2, "d_model "),
+        _range("log10_base", log10_base, 1, 6, 0.1, "log10(base) "),
+    ]
+
+
+def frequency_chart(
+    d_model: int = 64,
+    base: float = 10000.0,
+    columns: str = "0, 1, 10, 30",
+    num_positions: int = 100,
+) -> ExplorableFigure:
+    r"""Chosen columns of the sinusoidal table against position.
+
+    The browser evaluates :math:`PE(pos, 2i) = \sin(pos\,\omega_i)` and
+    :math:`PE(pos, 2i+1) = \cos(pos\,\omega_i)`, :math:`\omega_i = \mathrm{base}^{-2i/d}`
+    (Vaswani et al., 2017, section 3.5). Controls: ``d_model`` (even, 4 .. 512),
+    :math:`\log_{10}` of the base (1 .. 6), the columns (comma-separated; ones outside
+    ``[0, d_model)`` are left out) and the number of positions (10 .. 500).
+
+    Args:
+        d_model: starting number of columns, even, in [4, 512].
+        base: starting base, ``10**e`` for ``e`` a multiple of 0.1 in [1, 6].
+        columns: starting columns, comma-separated indices.
+        num_positions: starting number of positions, in [10, 500].
+
+    Returns:
+        the figure; its lines are drawn from rows ``pos, column, value``.
+    """
+    alt_ = _altair()
+    d_model = _check_even_d_model(d_model)
+    log10_base = _log10_base(base)
+    num_positions = _check_in_range("num_positions", num_positions, 10, 500)
+    if not isinstance(columns, str):
+        raise TypeError(f"columns must be a string such as '0, 1, 10', got {columns!r}")
+    params = [
+        *_base_params(d_model, log10_base),
+        alt_.param(name="columns", value=columns, bind=alt_.binding(input="text", name="columns ")),
+        _range("num_positions", num_positions, 10, 500, 10, "positions "),
+    ]
+    chart = (
+        alt_.Chart(alt_.sequence(0, 500, as_="pos"), title="PE(pos, column) against position")
+        .transform_filter("datum.pos < num_positions")
+        .transform_calculate(column="split(columns, ',')")
+        .transform_flatten(["column"])
+        .transform_calculate(column="toNumber(trim(datum.column))")
+        .transform_filter(
+            "isFinite(datum.column) && datum.column == floor(datum.column)"
+            " && datum.column >= 0 && datum.column < d_model"
+        )
+        .transform_calculate(omega=_OMEGA)
+        .transform_calculate(
+            value="datum.column % 2 == 0 ? sin(datum.pos * datum.omega)"
+            " : cos(datum.pos * datum.omega)"
+        )
+        .mark_line()
+        .encode(
+            x=alt_.X("pos:Q", title="position pos"),
+            y=alt_.Y("value:Q", title="PE(pos, column)", scale=alt_.Scale(domain=[-1, 1])),
+            color=alt_.Color(
+                "column:N",
+                title="column",
+                scale=alt_.Scale(scheme="tableau10"),
+                legend=alt_.Legend(orient="bottom"),
+            ),
+        )
+        .properties(width="container", height=_HEIGHT)
+        .add_params(*params)
+    )
+    return _figure("frequency", chart)
+
+
+def wavelength_chart(d_model: int = 64, base: float = 10000.0) -> ExplorableFigure:
+    r"""The wavelength :math:`\lambda_i = 2\pi\,\mathrm{base}^{2i/d}` of every sine/cosine pair.
+
+    On a logarithmic axis the wavelengths lie on a straight line from :math:`2\pi` towards
+    :math:`2\pi\,\mathrm{base}`: they grow geometrically (Vaswani et al., 2017, section 3.5).
+    Controls: ``d_model`` (even, 4 .. 512) and :math:`\log_{10}` of the base (1 .. 6).
+
+    Args:
+        d_model: starting number of columns, even, in [4, 512].
+        base: starting base, ``10**e`` for ``e`` a multiple of 0.1 in [1, 6].
+
+    Returns:
+        the figure; its points are drawn from rows ``pair, wavelength``.
+    """
+    alt_ = _altair()
+    d_model = _check_even_d_model(d_model)
+    log10_base = _log10_base(base)
+    chart = (
+        alt_.Chart(alt_.sequence(0, 256, as_="pair"), title="wavelength of each sine/cosine pair")
+        .transform_filter("datum.pair < d_model / 2")
+        .transform_calculate(
+            wavelength="2 * PI * pow(pow(10, log10_base), 2 * datum.pair / d_model)"
+        )
+        .mark_point(filled=True, size=18)
+        .encode(
+            x=alt_.X("pair:Q", title="pair i (columns 2i, 2i+1)"),
+            y=alt_.Y("wavelength:Q", title="wavelength (positions)", scale=alt_.Scale(type="log")),
+        )
+        .properties(width="container", height=_HEIGHT)
+        .add_params(*_base_params(d_model, log10_base))
+    )
+    return _figure("wavelength", chart)
+
+
+def dot_product_chart(
+    d_model: int = 64, base: float = 10000.0, max_distance: int = 100
+) -> ExplorableFigure:
+    r"""The dot product of two position vectors against their distance ``k``.
+
+    For even ``d_model`` the browser evaluates
+    :math:`PE(pos)\cdot PE(pos+k) = \sum_{i<d/2} \cos(k\,\omega_i)`, which holds for every
+    ``pos`` (the identity chapter 4 proves and checks), so the curve is a function of ``k``
+    alone. Controls: ``d_model`` (even, 4 .. 512), :math:`\log_{10}` of the base (1 .. 6) and the
+    largest distance shown (10 .. 200).
+
+    Args:
+        d_model: starting number of columns, even, in [4, 512].
+        base: starting base, a power of ten between 10 and 10**6.
+        max_distance: starting largest distance, in [10, 200].
+
+    Returns:
+        the figure; its dataset holds ``k, dot``.
+    """
+    alt_ = _altair()
+    d_model = _check_even_d_model(d_model)
+    log10_base = _log10_base(base)
+    max_distance = _check_in_range("max_distance", max_distance, 10, 200)
+    params = [
+        *_base_params(d_model, log10_base),
+        _range("max_distance", max_distance, 10, 200, 10, "largest distance "),
+    ]
+    chart = (
+        alt_.Chart(alt_.sequence(0, 201, as_="k"), title="PE(pos) · PE(pos + k), for every pos")
+        .transform_filter("datum.k <= max_distance")
+        .transform_calculate(pair="sequence(0, d_model / 2)")
+        .transform_flatten(["pair"])
+        .transform_calculate(
+            term="cos(datum.k * pow(pow(10, log10_base), -2 * datum.pair / d_model))"
+        )
+        .transform_aggregate(dot="sum(term)", groupby=["k"])
+        .mark_line(point=True)
+        .encode(
+            x=alt_.X("k:Q", title="distance k"),
+            y=alt_.Y("dot:Q", title="dot product"),
+        )
+        .properties(width="container", height=_HEIGHT)
+        .add_params(*params)
+    )
+    return _figure("dot_product", chart)
+
+
+def rotation_chart(
+    d_model: int = 16, pair: int = 2, position: int = 10, shift: int = 5
+) -> ExplorableFigure:
+    r"""One sine/cosine pair on the unit circle, at ``pos`` and at ``pos + k``.
+
+    Pair ``i`` of :math:`PE(pos)` is the point :math:`(\sin(pos\,\omega_i), \cos(pos\,\omega_i))`;
+    shifting the position by ``k`` turns it by the angle :math:`k\,\omega_i`, whatever ``pos``
+    is: the block of :math:`M_k` for that pair is a rotation (chapter 4). The browser evaluates
+    both points. Controls: the pair (0 .. d/2 - 1), the position (0 .. 100) and the shift
+    (-50 .. 50); ``d_model`` and the base (10000) are fixed.
+
+    Args:
+        d_model: number of columns, even, in [4, 512] (not a control).
+        pair: starting pair index i.
+        position: starting position, in [0, 100].
+        shift: starting shift k, in [-50, 50].
+
+    Returns:
+        the figure; its point dataset holds ``which`` ("pos" or "pos + k"), ``x`` (the sine
+        column 2i) and ``y`` (the cosine column 2i + 1).
+    """
+    alt_ = _altair()
+    d_model = _check_even_d_model(d_model)
+    pair = _check_in_range("pair", pair, 0, d_model // 2 - 1)
+    position = _check_in_range("position", position, 0, 100)
+    shift = _check_in_range("shift", shift, -50, 50)
+    params = [
+        _range("pair", pair, 0, d_model // 2 - 1, 1, "pair i "),
+        _range("position", position, 0, 100, 1, "position pos "),
+        _range("shift", shift, -50, 50, 1, "shift k "),
+    ]
+    omega = f"pow(10000, -2 * pair / {d_model})"
+    circle = (
+        alt_.Chart(alt_.sequence(0, 361, as_="degree"))
+        .transform_calculate(x="sin(datum.degree * PI / 180)", y="cos(datum.degree * PI / 180)")
+        .mark_line(color="#bbbbbb")
+        .encode(x="x:Q", y="y:Q", order="degree:Q")
+    )
+    points = (
+        alt_.Chart(alt_.Data(values=[{"which": "pos", "step": 0}, {"which": "pos + k", "step": 1}]))
+        .transform_calculate(angle=f"(position + datum.step * shift) * {omega}")
+        .transform_calculate(x="sin(datum.angle)", y="cos(datum.angle)")
+        .mark_point(filled=True, size=120)
+        .encode(
+            x=alt_.X("x:Q", title="PE(·, 2i) = sin", scale=alt_.Scale(domain=[-1.1, 1.1])),
+            y=alt_.Y("y:Q", title="PE(·, 2i+1) = cos", scale=alt_.Scale(domain=[-1.1, 1.1])),
+            color=alt_.Color(
+                "which:N",
+                title=None,
+                scale=alt_.Scale(range=["#0072b2", "#d55e00"]),
+                legend=alt_.Legend(orient="bottom"),
+            ),
+            shape=alt_.Shape("which:N", title=None),
+        )
+    )
+    chart = (
+        alt_.layer(circle, points, title="pair i of PE(pos) and PE(pos + k)")
+        .properties(width=240, height=240)
+        .add_params(*params)
+    )
+    return _figure("rotation", chart)
+
+
+# ALiBi's slope of head h (0-based) of n, from the rule in the authors' code (see
+# pe_lib.alibi.alibi_slopes): with c the largest power of two <= n, heads below c take
+# 2^(-8(h+1)/c), the others every other slope of 2c heads, 2^(-8(2(h-c)+1)/(2c)).
+_ALIBI_SLOPE = (
+    "datum.head < datum.c ? pow(2, -8 * (datum.head + 1) / datum.c)"
+    " : pow(2, -8 * (2 * (datum.head - datum.c) + 1) / (2 * datum.c))"
+)
+
+
+def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFigure:
+    r"""ALiBi's bias :math:`-s_h\,(i - j)` against the distance :math:`i - j`, one line per head.
+
+    The browser evaluates the slopes :math:`s_h` by the rule of :func:`pe_lib.alibi.alibi_slopes`
+    (powers of two, and the interleaving rule for other head counts). Controls: the number of
+    heads (1 .. 16) and the largest distance (4 .. 64).
+
+    Args:
+        num_heads: starting number of heads, in [1, 16].
+        max_distance: starting largest distance, in [4, 64].
+
+    Returns:
+        the figure; its dataset holds ``head`` (0-based), ``slope``, ``distance``, ``bias``.
+    """
+    alt_ = _altair()
+    num_heads = _check_in_range("num_heads", num_heads, 1, 16)
+    max_distance = _check_in_range("max_distance", max_distance, 4, 64)
+    params = [
+        _range("num_heads", num_heads, 1, 16, 1, "heads "),
+        _range("max_distance", max_distance, 4, 64, 1, "largest distance "),
+    ]
+    chart = (
+        alt_.Chart(alt_.sequence(0, 16, as_="head"), title="ALiBi bias added to the scores")
+        .transform_filter("datum.head < num_heads")
+        .transform_calculate(c="pow(2, floor(log(num_heads) / LN2 + 1e-9))")
+        .transform_calculate(slope=_ALIBI_SLOPE)
+        .transform_calculate(distance="sequence(0, max_distance + 1)")
+        .transform_flatten(["distance"])
+        .transform_calculate(bias="-datum.slope * datum.distance")
+        .mark_line()
+        .encode(
+            x=alt_.X("distance:Q", title="distance i - j (query minus key)"),
+            y=alt_.Y("bias:Q", title="bias"),
+            color=alt_.Color(
+                "head:O",
+                title="head",
+                scale=alt_.Scale(scheme="viridis"),
+                legend=alt_.Legend(orient="bottom", columns=8),
+            ),
+        )
+        .properties(width="container", height=_HEIGHT)
+        .add_params(*params)
+    )
+    return _figure("alibi_bias", chart)
+
+
+CHARTS: Mapping[str, Callable[..., ExplorableFigure]] = {
+    "frequency": frequency_chart,
+    "wavelength": wavelength_chart,
+    "dot_product": dot_product_chart,
+    "rotation": rotation_chart,
+    "alibi_bias": alibi_bias_chart,
+}
+"""Every explorable figure by name (the ``usermeta["pe_chart"]`` of its specification)."""

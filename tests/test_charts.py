@@ -1,0 +1,92 @@
+"""pe_lib.charts: specifications that are valid Vega-Lite, deterministic, and bound to controls.
+
+What the browser computes from them is compared with pe_lib in tests/test_html.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import jsonschema
+import pytest
+
+from pe_lib import charts
+from pe_lib.charts import CHARTS, ExplorableFigure
+
+SCHEMA = alt.vegalite.v6.schema.core.load_schema()
+
+
+@pytest.mark.parametrize("name", sorted(CHARTS))
+def test_every_chart_is_valid_vega_lite_named_for_its_entry(name: str) -> None:
+    figure = CHARTS[name]()
+    assert isinstance(figure, ExplorableFigure) and figure.name == name
+    jsonschema.validate(figure.spec, SCHEMA)
+    assert figure.spec["usermeta"] == {"pe_chart": name}
+    assert figure.spec["config"]["background"] == "white"  # readable in dark mode
+
+
+@pytest.mark.parametrize("name", sorted(CHARTS))
+def test_every_chart_is_deterministic_and_computes_in_the_browser(name: str) -> None:
+    first, second = CHARTS[name](), CHARTS[name]()
+    assert first.to_json() == second.to_json()
+    assert first._repr_mimebundle_() == second._repr_mimebundle_()
+    # Only generators and expressions: no table of numbers computed in Python.
+    spec = first.to_json()
+    assert '"sequence"' in spec and '"calculate"' in spec
+
+
+@pytest.mark.parametrize("name", sorted(CHARTS))
+def test_every_chart_has_controls_starting_at_its_arguments(name: str) -> None:
+    spec = CHARTS[name]().spec
+    params = {param["name"]: param for param in spec["params"]}
+    bound = [param for param in params.values() if "bind" in param]
+    assert len(bound) >= 2
+    for param in bound:
+        bind = param["bind"]
+        if bind["input"] == "range":
+            assert bind["min"] <= param["value"] <= bind["max"], param
+
+
+def test_starting_values_follow_the_arguments() -> None:
+    spec = charts.frequency_chart(d_model=128, base=100.0, columns="2, 5", num_positions=40).spec
+    values = {param["name"]: param["value"] for param in spec["params"]}
+    assert values == {"d_model": 128, "log10_base": 2.0, "columns": "2, 5", "num_positions": 40}
+    spec = charts.alibi_bias_chart(num_heads=6, max_distance=10).spec
+    assert {p["name"]: p["value"] for p in spec["params"]} == {"num_heads": 6, "max_distance": 10}
+
+
+def test_html_carries_the_specification_safely() -> None:
+    figure = charts.rotation_chart()
+    html = figure.to_html()
+    assert html.startswith('<div class="pe-chart" data-pe-chart="rotation"></div>')
+    start = html.index('class="pe-chart-spec">') + len('class="pe-chart-spec">')
+    embedded = html[start : html.index("</script>", start)]
+    assert json.loads(embedded) == json.loads(figure.to_json())
+    assert "</" not in embedded  # cannot close its <script> early
+    bundle = figure._repr_mimebundle_()
+    assert bundle[charts.VEGALITE_MIME_TYPE] == figure.spec
+    assert bundle["text/plain"] == repr(figure)
+
+
+@pytest.mark.parametrize(
+    ("builder", "kwargs", "error", "names"),
+    [
+        (charts.frequency_chart, {"d_model": 63}, ValueError, "d_model"),
+        (charts.frequency_chart, {"d_model": 1024}, ValueError, "d_model"),
+        (charts.frequency_chart, {"d_model": True}, TypeError, "d_model"),
+        (charts.frequency_chart, {"base": 3.0}, ValueError, "base"),
+        (charts.frequency_chart, {"base": 1.0}, ValueError, "base"),
+        (charts.frequency_chart, {"columns": (0, 1)}, TypeError, "columns"),
+        (charts.frequency_chart, {"num_positions": 5}, ValueError, "num_positions"),
+        (charts.wavelength_chart, {"base": 10.0**7}, ValueError, "base"),
+        (charts.dot_product_chart, {"max_distance": 500}, ValueError, "max_distance"),
+        (charts.rotation_chart, {"pair": 8}, ValueError, "pair"),
+        (charts.rotation_chart, {"shift": 2.0}, TypeError, "shift"),
+        (charts.alibi_bias_chart, {"num_heads": 0}, ValueError, "num_heads"),
+        (charts.alibi_bias_chart, {"num_heads": 17}, ValueError, "num_heads"),
+    ],
+)
+def test_bad_arguments_name_the_argument(builder, kwargs, error, names) -> None:
+    with pytest.raises(error, match=names):
+        builder(**kwargs)

@@ -1,4 +1,4 @@
-r"""Figures that recompute in the reader's browser, with no kernel (needs the optional ``altair``).
+r"""Figures that recompute in the reader's browser, with no kernel.
 
 Each builder returns an :class:`ExplorableFigure`: a Vega-Lite specification written with Altair
 that holds no computed numbers, only the formula, as a Vega expression, and the controls, as
@@ -13,8 +13,7 @@ book's browser test reads the values the browser computed and compares them with
 :data:`CHARTS` names every builder; a chart's name is also stored in its specification
 (``usermeta["pe_chart"]``), so a test can tell which formula a figure on a page computes.
 
-``altair`` is imported only when a chart is built; install it with ``pip install altair``
-(or ``pip install "pe_lib[charts]"``).
+``altair`` is imported only when a chart is built, so ``import pe_lib`` stays quick.
 """
 
 from __future__ import annotations
@@ -40,8 +39,6 @@ __all__ = [
     "wavelength_chart",
 ]
 
-# Vega-Lite major version of the specifications: the MIME type JupyterLab renders natively.
-VEGALITE_MIME_TYPE = "application/vnd.vegalite.v6+json"
 # Only for frontends without the book's bundle (Colab, Jupyter Notebook): the releases that
 # tools/fetch_vega.py serves from the book's _static folder, fetched from jsDelivr instead.
 CDN_RELEASES = (("vega", "6.4.0"), ("vega-lite", "6.4.1"), ("vega-embed", "7.3.0"))
@@ -51,13 +48,15 @@ _HEIGHT = 220
 
 
 def _altair() -> Any:
-    try:
-        import altair
-    except ImportError as error:  # pragma: no cover - exercised only without altair
-        raise ImportError(
-            "pe_lib.charts needs altair: pip install altair (or pip install 'pe_lib[charts]')"
-        ) from error
+    import altair
+
     return altair
+
+
+def vegalite_mime_type() -> str:
+    """The MIME type of the specifications altair writes (``application/vnd.vegalite.v6+json``)."""
+    major = _altair().SCHEMA_VERSION.lstrip("v").split(".")[0]
+    return f"application/vnd.vegalite.v{major}+json"
 
 
 # Loads Vega from jsDelivr and draws the chart, in a frontend that runs the HTML of an output
@@ -126,7 +125,7 @@ class ExplorableFigure:
         self, include: object = None, exclude: object = None
     ) -> dict[str, object]:
         return {
-            VEGALITE_MIME_TYPE: self.spec,
+            vegalite_mime_type(): self.spec,
             "text/html": self.to_html(),
             "text/plain": repr(self),
         }

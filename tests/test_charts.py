@@ -65,7 +65,8 @@ def test_html_carries_the_specification_safely() -> None:
     assert json.loads(embedded) == json.loads(figure.to_json())
     assert "</" not in embedded  # cannot close its <script> early
     bundle = figure._repr_mimebundle_()
-    assert bundle[charts.VEGALITE_MIME_TYPE] == figure.spec
+    assert charts.vegalite_mime_type() == "application/vnd.vegalite.v6+json"
+    assert bundle[charts.vegalite_mime_type()] == figure.spec
     assert bundle["text/plain"] == repr(figure)
 
 

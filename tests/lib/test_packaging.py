@@ -12,7 +12,7 @@ import pytest
 
 import pe_lib
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pip(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-from-requirements
 CHAPTERS := $(sort $(wildcard book/[0-9]*.ipynb))
+# Every module of the library, in subpackages too (pe_lib/checks/...).
+LIBRARY := $(shell find pe_lib -name '*.py' -not -path '*/__pycache__/*')
 
 # jupyter-book's strict mode: warnings are errors, missing references are warnings.
 BOOK_FLAGS := -W -n --keep-going
@@ -15,7 +17,13 @@ CACHE_STAMP := .jupyter_cache/.built-with-current-pe_lib
 # The ipywidgets HTML manager, fetched (pinned, digest-checked) from the npm registry.
 WIDGET_MANAGER := book/_static/jupyter-widgets/embed.js
 
-.PHONY: book test lint unit nbval binder-test html-test execute bench clean
+.DEFAULT_GOAL := help
+.PHONY: help book test lint unit nbval binder-test html-test execute bench clean
+
+## help: list the commands with what each does (this text).
+help:
+	@echo "make <command>, where <command> is one of:"
+	@awk '/^## / { sub(/^## /, ""); print (/^[a-z-]+:/ ? "  " : "      ") $$0 }' $(MAKEFILE_LIST)
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +31,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
-$(CACHE_STAMP): $(wildcard pe_lib/*.py) requirements.txt
+$(CACHE_STAMP): $(LIBRARY) requirements.txt
 	rm -rf .jupyter_cache _build/.doctrees
 	mkdir -p .jupyter_cache
 	touch $@
@@ -36,13 +44,17 @@ book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER)
 ## strict build, browser test of every page.
 test: lint unit nbval binder-test book html-test
 
+## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check pe_lib tests benchmarks tools
+	$(BIN)/mypy --strict pe_lib
 
+## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser.
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not html and not binder"
 
+## nbval: every chapter re-executed and its stored outputs compared.
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --durations=0 $(CHAPTERS)
@@ -51,8 +63,8 @@ nbval: $(STAMP)
 binder-test: $(STAMP)
 	$(BIN)/python -m pytest tests -m binder
 
-## html-test: every page of _build/html in headless Chromium, offline (run `make book` first).
-html-test: $(STAMP)
+## html-test: every page of the built book in headless Chromium, offline (builds it first).
+html-test: $(STAMP) book
 	$(BIN)/python -m pytest tests -m html
 
 ## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
@@ -66,5 +78,6 @@ bench: $(STAMP)
 $(WIDGET_MANAGER): tools/fetch_widget_manager.py
 	$(PYTHON) tools/fetch_widget_manager.py
 
+## clean: remove the built book, the execution cache and the fetched widget manager.
 clean:
 	rm -rf _build .jupyter_cache book/_static/jupyter-widgets

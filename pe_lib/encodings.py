@@ -107,6 +107,8 @@ def _entries(*encodings: Encoding) -> dict[str, Encoding]:
 
 
 #: Every encoding pe_lib implements, by name, in the order the book introduces them.
+#:
+#: :meta hide-value:
 ENCODINGS: Mapping[str, Encoding] = _entries(
     Encoding(
         name="sinusoidal",

@@ -6,11 +6,12 @@ the position table: the fixed sinusoidal one of Vaswani et al. (2017), section 3
 one, which the same section reports trying ("learned positional embeddings", citing Gehring et
 al., 2017) with nearly identical results (its Table 3, row E).
 
-Compilation: both modules can be traced with ``torch.jit.trace`` (the trace slices the table by
-the length of its input, so it holds for any ``seq_len`` with ``offset + seq_len <= max_len``;
-the Python argument checks run while tracing, on the example input, and are not part of the
-trace) and compiled with ``torch.compile(fullgraph=True)`` (no graph break). They cannot be
-scripted: ``torch.jit.script`` raises ``TypeError`` naming the alternatives.
+Compilation: both modules compile with ``torch.compile(fullgraph=True)`` (one graph, no
+break) and export with ``torch.export.export``. They can be traced with ``torch.jit.trace``,
+which torch 2.13 deprecates in favour of those two: the trace slices the table by the length of
+its input, so it holds for any ``seq_len`` with ``offset + seq_len <= max_len``; the Python
+argument checks run while tracing, on the example input, and are not part of the trace. They
+cannot be scripted: ``torch.jit.script`` raises ``TypeError`` naming the alternatives.
 """
 
 from __future__ import annotations

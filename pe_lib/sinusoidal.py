@@ -35,8 +35,8 @@ from ._validation import (
 
 __all__ = ["MAX_POSITION", "angular_frequencies", "sinusoidal_table", "wavelengths"]
 
-#: The largest position a table holds exactly: ``2**53 - 1``, the last integer below which
-#: float64 represents every integer (IEEE 754 binary64, 53-bit significand).
+#: The largest position a table holds exactly, ``2**53 - 1``. IEEE 754 binary64 has a 53-bit
+#: significand, so float64 represents every integer only up to ``2**53``.
 MAX_POSITION = MAX_EXACT_INT
 
 #: Positions processed per chunk, so that a long table never holds more than a few

@@ -173,7 +173,7 @@ def _explorer_class() -> type:
             "kernel; draw_frequency_view draws the same view as a static figure without it"
         ) from error
 
-    class FrequencyExplorer(widgets.VBox):
+    class FrequencyExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         """Sliders for ``d_model``, ``base`` and ``num_positions``, a text box for the columns,
         and the view of :func:`draw_frequency_view`, redrawn whenever a control changes."""
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pe_reference import reference_table
 
-from pe_lib import angular_frequencies, sinusoidal_table, wavelengths
+from pe_lib import angular_frequencies, relative_shift_matrix, sinusoidal_table, wavelengths
 from pe_lib.sinusoidal import _CHUNK_POSITIONS
 
 d_models = st.integers(min_value=1, max_value=48)
@@ -136,3 +136,20 @@ def test_odd_d_model_last_column_is_a_sine():
     table = sinusoidal_table(30, 7, dtype=torch.float64)
     positions = torch.arange(30, dtype=torch.float64)
     torch.testing.assert_close(table[:, 6], torch.sin(positions * 10000.0 ** (-6 / 7)))
+
+
+@pytest.mark.parametrize("d_model", [6, 7])
+def test_half_is_the_one_name_of_the_split_layout_and_concat_its_alias(d_model):
+    """``"half"`` (RoPE's word for sines then cosines) and the older ``"concat"`` give one table,
+    in tables and shift matrices alike; ``start`` is the older name of ``offset``."""
+    half = sinusoidal_table(9, d_model, layout="half", offset=4, dtype=torch.float64)
+    assert torch.equal(
+        half, sinusoidal_table(9, d_model, layout="concat", start=4, dtype=torch.float64)
+    )
+    expected = reference_table(9, d_model, start=4, layout="concat")
+    np.testing.assert_allclose(half.numpy(), expected, rtol=0, atol=1e-12)
+    if d_model % 2 == 0:
+        assert torch.equal(
+            relative_shift_matrix(3, d_model, layout="half"),
+            relative_shift_matrix(3, d_model, layout="concat"),
+        )

@@ -30,7 +30,6 @@ __all__ = [
     "check_int",
     "check_layout",
     "check_nonnegative_int",
-    "check_positive_float",
     "check_positive_int",
     "check_position_span",
     "check_shift",
@@ -95,18 +94,6 @@ def check_position_span(offset_name: str, offset: int, count_name: str, count: i
             f"{offset_name} + {count_name} - 1 (the last position) must be at most {_BOUND}, "
             f"got {offset_name}={offset} and {count_name}={count} (last position {last})"
         )
-
-
-def check_positive_float(name: str, value: object) -> float:
-    """A finite real number > 0 (a learning rate, a scale); ``bool``, NaN and inf raise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{name} must be a positive float, got {value!r} of type {type(value).__name__}"
-        )
-    value = float(value)
-    if not math.isfinite(value) or value <= 0.0:
-        raise ValueError(f"{name} must be a finite float > 0, got {value!r}")
-    return value
 
 
 def renamed_keyword(

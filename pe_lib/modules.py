@@ -29,17 +29,13 @@ from ._validation import (
     check_nonnegative_int,
     check_position_span,
     check_positive_int,
+    compute_dtype_for,
     is_tracing,
     static_size,
 )
 from .sinusoidal import sinusoidal_table
 
 __all__ = ["LearnedPositionalEncoding", "PositionalEncoding", "SinusoidalPositionalEncoding"]
-
-
-def _table_dtype(device: torch.device) -> torch.dtype:
-    """float64 wherever the device supports it (Apple's MPS does not)."""
-    return torch.float32 if device.type == "mps" else torch.float64
 
 
 def _refuse_scripting(module: nn.Module) -> None:
@@ -165,7 +161,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         # Follow device moves, but keep the table's float64 values through dtype casts.
         table = self.pe
         super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
-        self.pe = table.to(device=self.pe.device, dtype=_table_dtype(self.pe.device))
+        self.pe = table.to(device=self.pe.device, dtype=compute_dtype_for(self.pe.device))
         return self
 
     def _load_from_state_dict(

@@ -24,8 +24,8 @@ from torch.nn import functional as F
 from ._validation import (
     check_choice,
     check_nonnegative_int,
-    check_positive_float,
     check_positive_int,
+    check_real,
 )
 from .attention import scaled_dot_product_attention
 from .encodings import ENCODINGS, ScoreBias
@@ -276,7 +276,7 @@ def train(
     """
     _check_model(model)
     steps = check_positive_int("steps", steps)
-    lr = check_positive_float("lr", lr)
+    lr = check_real("lr", lr, above=0.0)
     generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()

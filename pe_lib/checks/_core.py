@@ -28,6 +28,7 @@ import torch
 from ..sinusoidal import angular_frequencies
 
 __all__ = [
+    "ANGLE_ERROR_CAP",
     "EPS16",
     "EPS32",
     "EPS64",
@@ -182,19 +183,29 @@ def angle_ulps(base: float) -> float:
     return math.log(base) + 4.0
 
 
+#: The most an angle's rounding may move an accepted entry. Beyond it (a float32 angle past
+#: about 6,000 positions, a float64 one past about 10**12) the rounding bound would accept
+#: any value in [-1, 1]; an entry off by more than this is wrong, and if the formula is right
+#: it is named ``"precision"``.
+ANGLE_ERROR_CAP = 0.01
+
+
 @dataclass(frozen=True)
 class Tolerance:
-    r"""Allowed error :math:`4\,\varepsilon_v + u\,\varepsilon_a\,|angle|` of a sinusoid.
+    r"""Allowed error :math:`4\,\varepsilon_v + \min(u\,\varepsilon_a\,|angle|,\ c)`.
 
     Attributes:
         value_eps: machine epsilon of the values (rounding of numbers in [-1, 1]).
         angle_eps: machine epsilon of the precision the angles were formed in.
         angle_ulps: :func:`angle_ulps` of the base.
+        angle_cap: the cap ``c`` of the angle term (:data:`ANGLE_ERROR_CAP`; ``inf`` for the
+            envelope of half-precision angles, which is what ``"precision"`` recognises).
     """
 
     value_eps: float
     angle_eps: float
     angle_ulps: float
+    angle_cap: float = ANGLE_ERROR_CAP
 
     VALUE_ULPS = 4.0
 
@@ -205,13 +216,17 @@ class Tolerance:
 
     def __call__(self, angles: torch.Tensor) -> torch.Tensor:
         """Per-entry bound, the shape of ``angles``."""
-        return self.VALUE_ULPS * self.value_eps + self.angle_ulps * self.angle_eps * angles.abs()
+        angle_term = (self.angle_ulps * self.angle_eps * angles.abs()).clamp(max=self.angle_cap)
+        return self.VALUE_ULPS * self.value_eps + angle_term
 
-    def coarser(self, angle_eps: float) -> Tolerance:
+    def coarser(self, angle_eps: float, angle_cap: float = ANGLE_ERROR_CAP) -> Tolerance:
         """The envelope of a table computed in half precision: bfloat16 values, and angles
-        formed with epsilon ``angle_eps`` (float16's or bfloat16's)."""
+        formed with epsilon ``angle_eps`` (float16's or bfloat16's), capped at ``angle_cap``."""
         return Tolerance(
-            max(self.value_eps, EPS_BF16), max(self.angle_eps, angle_eps), self.angle_ulps
+            max(self.value_eps, EPS_BF16),
+            max(self.angle_eps, angle_eps),
+            self.angle_ulps,
+            angle_cap,
         )
 
 

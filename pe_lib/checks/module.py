@@ -21,6 +21,7 @@ from torch import nn
 
 from .._validation import check_base, check_positive_int
 from ._core import (
+    ANGLE_ERROR_CAP,
     EPS32,
     Catalogue,
     CheckFailed,
@@ -458,8 +459,9 @@ def _prepared_length(module: nn.Module, d_model: int, declared: int | None) -> i
 
 
 def _allowed(x: torch.Tensor, angles: torch.Tensor, base: float) -> torch.Tensor:
-    """Error allowed for float32 ``x + PE``: rounding of the sum, and float32 angles."""
-    return EPS32 * (8.0 * (1.0 + x.abs()) + angle_ulps(base) * angles.abs())
+    """Error allowed for float32 ``x + PE``: rounding of the sum, and float32 angles (capped)."""
+    angle_term = (EPS32 * angle_ulps(base) * angles.abs()).clamp(max=ANGLE_ERROR_CAP)
+    return EPS32 * 8.0 * (1.0 + x.abs()) + angle_term
 
 
 class _Probe:

@@ -14,7 +14,12 @@ float64 (:func:`pe_lib.checks._core.reference`):
 of ``D`` and :math:`\varepsilon_{\mathrm{angle}}` that of ``D`` for float32 and float64 tables
 and of float32 for float16 and bfloat16 ones (:class:`~pe_lib.checks._core.Tolerance`). The
 second term is the error of forming the angle in that precision: a float32 table built the
-usual way, with float32 angles, passes; so does a float16 table computed in float32 and cast.
+usual way, with float32 angles, passes (at the article's 5,000 positions and well beyond); so
+does a float16 table computed in float32 and cast. That term is capped at 0.01
+(:data:`~pe_lib.checks._core.ANGLE_ERROR_CAP`), where the bound would otherwise accept any value
+in [-1, 1]: far positions are checked too, and angles too coarse for them are ``"precision"``
+(float32 angles from about 10**6 positions on; beyond about 10**13 even float64 cannot form the
+angles of the fastest pairs to 0.01, so a float64 table there may be named so too).
 
 **Diagnosis.** A checker *recognises* a mistake by rebuilding the table the mistake would give
 (a :class:`_Waves` model) and comparing; tables with another base, scale or offset are also
@@ -711,7 +716,7 @@ def _diagnose(
         if candidate.waves.matches(values, positions, tol):
             raise candidate.fail(context, evidence)
 
-    precision = tol.coarser(EPS_BF16)  # angles formed in float16 or bfloat16
+    precision = tol.coarser(EPS_BF16, math.inf)  # angles formed in float16 or bfloat16
     if bool((error <= precision(angles)).all()) and _on_unit_circle(values, precision):
         raise _PRECISION.fail(
             context,

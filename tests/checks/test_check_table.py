@@ -330,6 +330,27 @@ def test_a_wrong_entry_under_half_precision_noise_is_not_precision() -> None:
     assert info.value.mistake != "precision"
 
 
+@pytest.mark.parametrize(("offset", "dtype"), [(10**7, np.float32), (10**12, np.float64)])
+def test_far_positions_are_checked(offset: int, dtype) -> None:
+    """The rounding bound grows with the angle; capped, it still rejects the wrong rows."""
+    check_sinusoidal_table(student_table(40, 16, offset=offset, dtype=dtype), offset=offset)
+    fails_with("position_offset", student_table(40, 16, dtype=dtype), offset=offset)
+    fails_with("wrong_values", np.zeros((40, 16), dtype=dtype), offset=offset)
+
+
+def test_float32_angles_far_out_are_precision() -> None:
+    """Angles formed in float32 at a million positions are off by about 0.1 radian."""
+    offset = 10**6
+    pos = torch.arange(offset, offset + 64, dtype=torch.float32)[:, None]
+    div = torch.exp(torch.arange(0, 16, 2, dtype=torch.float32) * -(math.log(10000.0) / 16))
+    table = torch.zeros(64, 16)
+    table[:, 0::2], table[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
+    fails_with("precision", table, offset=offset)
+    check_sinusoidal_table(
+        torch.from_numpy(student_table(64, 16, offset=offset)).float(), offset=offset
+    )
+
+
 def test_paper_base_where_its_square_root_was_asked_is_base_not_exponent() -> None:
     """10000 ** (2i/d) is also 100 ** (4i/d): forgetting to pass base is the likelier mistake."""
     error = fails_with("base", student_table(40, 16), base=100.0)

@@ -181,6 +181,12 @@ class SelfAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x``: ``(batch, seq_len, d_model)`` -> ``(output, weights)``, shapes as above.
+
+        Args:
+            x: input features, of the dtype of the module's weights.
+            mask: optional bool mask, see :func:`scaled_dot_product_attention`.
+        """
         check_features(x, self.d_model)
         if x.dtype != self.w_q.weight.dtype:
             raise TypeError(

@@ -107,6 +107,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("pe", table, persistent=False)
 
     def extra_repr(self) -> str:
+        """The constructor's arguments, shown in ``repr(module)``."""
         return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base}"
 
     def encoding(self, seq_len: int, offset: int = 0) -> torch.Tensor:
@@ -247,6 +248,7 @@ class LearnedPositionalEncoding(nn.Module):
         nn.init.normal_(self.weight, std=0.02)
 
     def extra_repr(self) -> str:
+        """The constructor's arguments, shown in ``repr(module)``."""
         return f"d_model={self.d_model}, max_len={self.max_len}"
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:

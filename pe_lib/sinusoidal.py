@@ -6,8 +6,10 @@ r"""The fixed sinusoidal encoding of Vaswani et al. (2017), section 3.5.
     PE(pos, 2i) = \sin(pos\,\omega_i), \qquad PE(pos, 2i+1) = \cos(pos\,\omega_i).
 
 Angles ``pos * omega_i`` are formed in float64 from integer positions and the table is cast
-to the requested dtype once, at the end. Forming them in float32 (as most tutorials do) loses
-about three decimal digits at position 100,000: see ``benchmarks/accuracy.py``. Float64 holds
+to the requested dtype once, at the end. Forming them in float32 (as most tutorials do) makes
+entries near position 100,000 wrong in the third decimal place (errors between 2e-3 and 2e-2,
+measured in chapter 5 and by ``benchmarks/accuracy.py``); formed in float64 and cast once, a
+float32 table is within half a float32 rounding step (about 3e-8) of the formula. Float64 holds
 every integer exactly only up to :math:`2^{53}`, so positions are bounded by
 :data:`MAX_POSITION` ``= 2**53 - 1``: beyond it neighbouring positions would round to the same
 float and their rows would silently coincide.
@@ -91,11 +93,14 @@ def sinusoidal_table(
     * ``"interleaved"`` (the paper's): column ``2i`` is :math:`\sin(pos\,\omega_i)`,
       column ``2i+1`` is :math:`\cos(pos\,\omega_i)`. With odd ``d_model`` the last
       column is a sine, exactly as the formula says.
-    * ``"half"``: all ``ceil(d/2)`` sines, then all ``floor(d/2)`` cosines, with the same
-      frequencies (tensor2tensor's ``get_timing_signal_1d`` and fairseq's
-      ``SinusoidalPositionalEmbedding`` concatenate them so). The columns are those of the
-      interleaved table, permuted; it is the split-halves order RoPE calls ``"half"``.
-      ``"concat"``, its older name here, is accepted as an alias.
+    * ``"half"``: all ``ceil(d/2)`` sines, then all ``floor(d/2)`` cosines, with the paper's
+      frequencies. The columns are those of the interleaved table, permuted; it is the
+      split-halves order RoPE calls ``"half"``. ``"concat"``, its older name here, is accepted
+      as an alias. tensor2tensor (``get_timing_signal_1d``) and fairseq
+      (``SinusoidalPositionalEmbedding.get_embedding``) concatenate sines and cosines in this
+      order too, but space their frequencies as ``10000^(-i/(d/2 - 1))`` rather than the
+      paper's ``10000^(-2i/d)`` (fairseq's docstring notes the difference), so their tables
+      agree with this one in the first sine/cosine pair only.
 
     Args:
         num_positions: number of rows, >= 1.

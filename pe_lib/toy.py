@@ -65,6 +65,11 @@ def shifted_copy_batch(
     seq_len = check_positive_int("seq_len", seq_len)
     vocab_size = check_positive_int("vocab_size", vocab_size)
     lag = check_positive_int("lag", lag)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {generator!r} of type "
+            f"{type(generator).__name__}"
+        )
     if lag >= seq_len:
         raise ValueError(f"lag must be smaller than seq_len={seq_len}, got {lag}")
     tokens = torch.randint(vocab_size, (batch_size, seq_len), generator=generator)
@@ -171,6 +176,7 @@ class ShiftedCopyModel(nn.Module):
         self.read_out = nn.Linear(self.d_model, self.vocab_size)
 
     def extra_repr(self) -> str:
+        """The position choice, shown in ``repr(model)``."""
         return f"position={self.position!r}"
 
     def _attention(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

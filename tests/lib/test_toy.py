@@ -311,3 +311,8 @@ def test_train_bounds_seeds_rates_and_steps(kwargs, error, names):
     model = ShiftedCopyModel("none", d_model=16, num_heads=2)
     with pytest.raises(error, match=names):
         train(model, **{"steps": 1, **kwargs})
+
+
+def test_batch_rejects_a_generator_that_is_not_one():
+    with pytest.raises(TypeError, match="generator must be a torch.Generator or None, got 0"):
+        shifted_copy_batch(2, 8, generator=0)

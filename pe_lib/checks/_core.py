@@ -1,10 +1,11 @@
 r"""What every homework checker shares.
 
-* :class:`CheckFailed`, the failure a checker raises, and :class:`Note`, a remark that does not
-  fail;
-* :class:`Mistake`, one declared mistake (its code, a *what is wrong* and a *how to fix it*
-  template), and :class:`Catalogue`, the mistakes of one checker in the order it looks for
-  them; a checker's list of codes is read from its catalogue, never kept by hand;
+* :class:`~pe_lib.checks.CheckFailed`, the failure a checker raises, and
+  :class:`~pe_lib.checks.Note`, a remark that does not fail;
+* :class:`~pe_lib.checks.Mistake`, one declared mistake (its code, a *what is wrong* and a
+  *how to fix it* template), and :class:`~pe_lib.checks.Catalogue`, the mistakes of one
+  checker in the order it looks for them; a checker's list of codes is read from its
+  catalogue, never kept by hand;
 * :func:`call_student`, calling student code so that an error in it is reported as the call
   that raised, not as a traceback from inside the checker;
 * :class:`Tolerance`, the error allowed for a sinusoid computed in a given precision;
@@ -122,11 +123,11 @@ class Mistake:
         return f"{context}{what}{' ' + evidence if evidence else ''} Fix: {how}"
 
     def fail(self, context: str = "", evidence: str = "", /, **fields: object) -> CheckFailed:
-        """The :class:`CheckFailed` to raise (``raise mistake.fail(...) from cause``)."""
+        """The :class:`~pe_lib.checks.CheckFailed` to raise (``raise mistake.fail(...) from cause``)."""
         return CheckFailed(self.code, self.explain(context, evidence, **fields))
 
     def note(self, context: str = "", evidence: str = "", /, **fields: object) -> Note:
-        """The same explanation as a :class:`Note`, for a property checked only when strict."""
+        """The same explanation as a :class:`~pe_lib.checks.Note`, for a property checked only when strict."""
         return Note(self.code, self.explain(context, evidence, **fields))
 
 
@@ -198,35 +199,36 @@ class Tolerance:
         value_eps: machine epsilon of the values (rounding of numbers in [-1, 1]).
         angle_eps: machine epsilon of the precision the angles were formed in.
         angle_ulps: :func:`angle_ulps` of the base.
-        angle_cap: the cap ``c`` of the angle term (:data:`ANGLE_ERROR_CAP`; ``inf`` for the
-            envelope of half-precision angles, which is what ``"precision"`` recognises).
+        angle_cap: the cap ``c`` of the angle term: none (``inf``) unless given;
+            :data:`ANGLE_ERROR_CAP` for tables (:meth:`for_table`).
     """
 
     value_eps: float
     angle_eps: float
     angle_ulps: float
-    angle_cap: float = ANGLE_ERROR_CAP
+    angle_cap: float = math.inf
 
     VALUE_ULPS = 4.0
 
     @classmethod
     def for_table(cls, value_eps: float, base: float) -> Tolerance:
-        """A table of that epsilon: angles in its precision, but at least float32."""
-        return cls(value_eps, min(value_eps, EPS32), angle_ulps(base))
+        """A table of that epsilon: angles in its precision, but at least float32; capped."""
+        return cls(value_eps, min(value_eps, EPS32), angle_ulps(base), ANGLE_ERROR_CAP)
 
     def __call__(self, angles: torch.Tensor) -> torch.Tensor:
         """Per-entry bound, the shape of ``angles``."""
         angle_term = (self.angle_ulps * self.angle_eps * angles.abs()).clamp(max=self.angle_cap)
         return self.VALUE_ULPS * self.value_eps + angle_term
 
-    def coarser(self, angle_eps: float, angle_cap: float = ANGLE_ERROR_CAP) -> Tolerance:
+    def coarser(self, angle_eps: float, angle_cap: float | None = None) -> Tolerance:
         """The envelope of a table computed in half precision: bfloat16 values, and angles
-        formed with epsilon ``angle_eps`` (float16's or bfloat16's), capped at ``angle_cap``."""
+        formed with epsilon ``angle_eps`` (float16's or bfloat16's), capped at ``angle_cap``
+        (by default, this tolerance's cap)."""
         return Tolerance(
             max(self.value_eps, EPS_BF16),
             max(self.angle_eps, angle_eps),
             self.angle_ulps,
-            angle_cap,
+            self.angle_cap if angle_cap is None else angle_cap,
         )
 
 

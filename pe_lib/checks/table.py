@@ -22,7 +22,7 @@ in [-1, 1]: far positions are checked too, and angles too coarse for them are ``
 angles of the fastest pairs to 0.01, so a float64 table there may be named so too).
 
 **Diagnosis.** A checker *recognises* a mistake by rebuilding the table the mistake would give
-(a :class:`_Waves` model) and comparing; tables with another base, scale or offset are also
+(a ``_Waves`` model) and comparing; tables with another base, scale or offset are also
 fitted from the phases of their sine/cosine pairs.
 """
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import pickle
+import pkgutil
 
 import numpy as np
 import pytest
@@ -16,7 +18,13 @@ from pe_lib.checks import shift as shift_checker
 from pe_lib.checks import table as table_checker
 from pe_lib.checks._core import NotAnArray, as_float64, call_student
 
-CATALOGUES = [table_checker.MISTAKES, module_checker.MISTAKES, shift_checker.MISTAKES]
+#: One catalogue per checker module of the package, found by walking it: a new checker is
+#: covered here without editing this file.
+CATALOGUES = [
+    importlib.import_module(f"pe_lib.checks.{info.name}").MISTAKES
+    for info in pkgutil.iter_modules(pe_lib.checks.__path__)
+    if not info.name.startswith("_")
+]
 
 
 def test_check_failed_is_an_assertion_error_with_a_mistake() -> None:
@@ -58,6 +66,12 @@ def test_every_declared_mistake_formats_and_says_how_to_fix(catalogue: Catalogue
     for mistake in catalogue:
         message = mistake.explain(**{name: "<x>" for name in mistake.fields()})
         assert " Fix: " in message and mistake.how.strip(), mistake
+
+
+def test_every_checker_module_declares_its_mistakes() -> None:
+    for known in (table_checker.MISTAKES, module_checker.MISTAKES, shift_checker.MISTAKES):
+        assert any(known is found for found in CATALOGUES)
+    assert all(isinstance(c, Catalogue) and c.codes for c in CATALOGUES)
 
 
 def test_the_public_catalogues_are_read_from_the_declarations() -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "Mistake",
     "Note",
     "NotAnArray",
+    "T",
     "Tolerance",
     "angle_ulps",
     "as_float64",
@@ -49,6 +50,7 @@ __all__ = [
     "reference",
 ]
 
+#: The type a student's function returns, passed through by :func:`call_student`.
 T = TypeVar("T")
 
 EPS64 = float(torch.finfo(torch.float64).eps)
@@ -91,7 +93,7 @@ class Note:
 class Mistake:
     """One mistake a checker recognises, declared once.
 
-    ``what`` and ``how`` are :meth:`str.format` templates; their fields are filled in where
+    ``what`` and ``how`` are ``str.format`` templates; their fields are filled in where
     the mistake is found. Several records may share a ``code`` (variants of one mistake).
 
     Attributes:

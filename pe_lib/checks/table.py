@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validation import MAX_EXACT_INT, check_base, check_nonnegative_int, renamed_keyword
+from ..sinusoidal import angular_frequencies
 from ._core import (
     EPS16,
     EPS32,
@@ -347,8 +348,8 @@ def _candidates(d_model: int, base: float, offset: int, offset_name: str) -> Ite
     # Concatenated layouts: all sines, then all cosines (or the reverse).
     num_sin, num_cos = (d + 1) // 2, d // 2
     first_half = torch.arange(d) < num_sin
-    half_index = torch.cat([torch.arange(num_sin), torch.arange(num_cos)]).double()
-    concat_omega = torch.pow(base, -2.0 * half_index / d)
+    omega = angular_frequencies(d, base)  # (num_sin,)
+    concat_omega = torch.cat([omega, omega[:num_cos]])
     yield _Candidate(_SIN_THEN_COS, {}, _Waves(concat_omega, first_half))
     yield _Candidate(_COS_THEN_SIN, {}, _Waves(concat_omega, ~first_half))
     if d % 2 == 0 and d >= 4:
@@ -501,7 +502,7 @@ def _fit_interleaved(
         for fitted_base in bases:
             if not fitted_base > 1.0:
                 continue
-            omega_model = scale * torch.pow(fitted_base, -pair_x)
+            omega_model = scale * angular_frequencies(d, fitted_base)[:num_pairs]
             shift = _first_position(phase[0], omega_model) - offset
             if abs(shift - round(shift)) < 0.05:
                 shift = float(round(shift))

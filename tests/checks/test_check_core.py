@@ -18,12 +18,18 @@ from pe_lib.checks import shift as shift_checker
 from pe_lib.checks import table as table_checker
 from pe_lib.checks._core import NotAnArray, as_float64, call_student
 
-#: One catalogue per checker module of the package, found by walking it: a new checker is
-#: covered here without editing this file.
-CATALOGUES = [
-    importlib.import_module(f"pe_lib.checks.{info.name}").MISTAKES
+#: The checker modules of the package and their catalogues, found by walking it: a new
+#: checker is covered here without editing this file.
+CHECKER_MODULES = [
+    importlib.import_module(f"pe_lib.checks.{info.name}")
     for info in pkgutil.iter_modules(pe_lib.checks.__path__)
     if not info.name.startswith("_")
+]
+CATALOGUES = [
+    value
+    for checker in CHECKER_MODULES
+    for value in vars(checker).values()
+    if isinstance(value, Catalogue)
 ]
 
 
@@ -71,7 +77,9 @@ def test_every_declared_mistake_formats_and_says_how_to_fix(catalogue: Catalogue
 def test_every_checker_module_declares_its_mistakes() -> None:
     for known in (table_checker.MISTAKES, module_checker.MISTAKES, shift_checker.MISTAKES):
         assert any(known is found for found in CATALOGUES)
-    assert all(isinstance(c, Catalogue) and c.codes for c in CATALOGUES)
+    for checker in CHECKER_MODULES:
+        assert any(isinstance(v, Catalogue) for v in vars(checker).values()), checker
+    assert all(c.codes for c in CATALOGUES)
 
 
 def test_the_public_catalogues_are_read_from_the_declarations() -> None:

@@ -58,6 +58,13 @@ class ArticlePositionalEncoding(nn.Module):
         return self.dropout(x)
 
 
+class ArticleOneRowShort(ArticlePositionalEncoding):
+    """The article's listing with its table one row short (positions 0 .. max_len - 2)."""
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
+        super().__init__(d_model, max_len - 1, dropout)
+
+
 class OnTheFly(nn.Module):
     """A correct module: the table computed for each length, cast to x's dtype."""
 
@@ -327,6 +334,7 @@ PLANTED = [
     (SlightlyOff, 16, "wrong_table", "", False),
     (OneRowShort, 16, "short_table", "seq_len=64", False),
     (OneRowShort, 9, "short_table", "max_len=64", False),
+    (ArticleOneRowShort, 16, "short_table", "seq_len=5000", False),
     (TutorialRowsFrom20Zero, 16, "wrong_rows", "from position 20 on (they are zeros)", False),
     (TutorialRowsFrom20Zero, 9, "wrong_rows", "up to position 19", False),
     (DropoutUnused, 16, "no_dropout_in_train", "self.dropout(x + pe)", False),

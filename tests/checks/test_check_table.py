@@ -225,6 +225,13 @@ PLANTED = [
         "+17",
         (("offset", 50),),
     ),
+    Planted(
+        "offset -3",
+        lambda n, d: student_table(n, d, offset=47),
+        "position_offset",
+        "-3",
+        (("offset", 50),),
+    ),
     Planted("base 1000", lambda n, d: student_table(n, d, base=1000.0), "base", "base 1000"),
     Planted("base 2500", lambda n, d: student_table(n, d, base=2500.0), "base", "2500"),
     Planted(
@@ -373,8 +380,22 @@ def test_another_base_is_named_and_estimated(used: float) -> None:
     assert f"{used:.0f}" in str(error)
 
 
-def test_transposed_torch_float16() -> None:
-    fails_with("transposed", pe_lib.sinusoidal_table(40, 8, dtype=torch.float16).T)
+@pytest.mark.parametrize("shape", [(30, 16), (16, 16), (3, 8)])
+def test_transposed_of_any_shape(shape) -> None:
+    fails_with("transposed", student_table(*shape).T)
+    fails_with("transposed", pe_lib.sinusoidal_table(*shape, dtype=torch.float16).T)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_mistakes_are_named_in_every_dtype(dtype) -> None:
+    for make, mistake in [
+        (lambda n, d: interleave(paper_angles(rows(n), d), d, np.cos, np.sin), "swapped_sin_cos"),
+        (lambda n, d: interleave(paper_angles(rows(n) + 1, d), d), "position_offset"),
+        (concat_table, "layout"),
+        (one_column_more_table, "odd_d_model"),
+    ]:
+        d_model = 9 if mistake == "odd_d_model" else 16
+        fails_with(mistake, torch.from_numpy(make(40, d_model)).to(dtype))
 
 
 # Correct tables pass -------------------------------------------------------------------------

@@ -8,7 +8,6 @@ checker's catalogue has a planted case (see ``test_every_mistake_has_a_planted_c
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -467,23 +466,16 @@ def test_a_table_equal_to_the_correct_one_always_passes(
     check_sinusoidal_table(torch.from_numpy(table).to(dtype), base=base, offset=offset)
 
 
-def test_large_table_is_checked_quickly() -> None:
+def test_a_large_table_is_checked_row_by_row() -> None:
+    """5000 x 512: sampled rows first, then every row; one wrong row past the sample fails."""
     table = pe_lib.sinusoidal_table(5000, 512)
-    wrong = table.clone()
-    wrong[:, 0::2], wrong[:, 1::2] = table[:, 1::2], table[:, 0::2]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        began = time.process_time()
-        check_sinusoidal_table(table)
-        passing = time.process_time() - began
-        began = time.process_time()
-        fails_with("swapped_sin_cos", wrong)
-        failing = time.process_time() - began
-    finally:
-        torch.set_num_threads(threads)
-    assert passing < 1.0, passing
-    assert failing < 2.0, failing
+    check_sinusoidal_table(table)
+    swapped = table.clone()
+    swapped[:, 0::2], swapped[:, 1::2] = table[:, 1::2], table[:, 0::2]
+    fails_with("swapped_sin_cos", swapped)
+    one_row = table.clone()
+    one_row[4321, 100] += 0.5  # row 4321 is not among the sampled rows
+    assert "position 4321, dimension 100" in str(fails_with("wrong_values", one_row))
 
 
 def test_input_is_not_modified() -> None:

@@ -223,19 +223,33 @@ def check_floating_dtype(value: object, name: str = "dtype") -> torch.dtype:
 
 def check_device(value: object, name: str = "device") -> torch.device | None:
     """``None``, a ``torch.device`` or a device string such as ``"cpu"`` or ``"cuda:0"``."""
-    if value is None or isinstance(value, torch.device):
-        return value
+    if value is None:
+        return None
+    if isinstance(value, torch.device):
+        return _check_available(value, name)
     if not isinstance(value, str):
         raise TypeError(
             f"{name} must be a torch.device, a str such as 'cpu', or None, "
             f"got {reprlib.repr(value)} of type {type(value).__name__}"
         )
     try:
-        return torch.device(value)
+        device = torch.device(value)
     except RuntimeError:
         raise ValueError(
             f"{name} must name a device such as 'cpu' or 'cuda:0', got {value!r}"
         ) from None
+    return _check_available(device, name)
+
+
+def _check_available(device: torch.device, name: str) -> torch.device:
+    """``device`` if a tensor can be placed on it (torch raises deep inside otherwise)."""
+    try:
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as error:
+        raise ValueError(
+            f"{name} must be a device available here, got {str(device)!r}: {error}"
+        ) from None
+    return device
 
 
 def check_table_size(num_rows: int, num_columns: int, rows_name: str, columns_name: str) -> None:

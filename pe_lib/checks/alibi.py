@@ -34,7 +34,9 @@ from ._core import EPS64, Catalogue, CheckFailed, NotAnArray, as_float64, call_s
 
 __all__ = ["BIAS_MISTAKES", "SLOPES_MISTAKES", "check_alibi_bias", "check_alibi_slopes"]
 
+#: The mistakes :func:`check_alibi_slopes` recognises, in the order it looks for them.
 SLOPES_MISTAKES = Catalogue("check_alibi_slopes")
+#: The mistakes :func:`check_alibi_bias` recognises, in the order it looks for them.
 BIAS_MISTAKES = Catalogue("check_alibi_bias")
 
 _SLOPES_RULE = (

@@ -19,15 +19,17 @@ The reference is computed here in float64 from the student's own input values, s
 compared with the exact rotation of exactly what the student received.
 
 **Tolerance.** Pair ``i`` of a result may differ from the reference by at most
-:math:`\lVert x_{\mathrm{pair}} \rVert\, a\,(4\,\varepsilon_v + u\,\varepsilon_{32}\,|m\theta_i|)`,
-``a`` the attention factor, :math:`\varepsilon_v` the machine epsilon of the input's dtype but at
-least float32's, and :math:`u = \ln \mathrm{base} + 4` (+4 with a scaling) rounding steps in forming
-the angle (:class:`~pe_lib.checks._core.Tolerance`): angles formed in float32, as Meta's and Hugging
-Face's code do, pass for every input dtype; angles formed in bfloat16 or float16 do not.
+:math:`\lVert x_{\mathrm{pair}} \rVert\, a\,(4\,\varepsilon_v + \min(u\,\varepsilon_{32}\,
+|m\theta_i|,\ 0.01))`, ``a`` the attention factor, :math:`\varepsilon_v` the machine epsilon of
+the input's dtype but at least float32's, :math:`u = \ln \mathrm{base} + 4` (+4 with a scaling)
+rounding steps in forming the angle, and 0.01 the cap
+:data:`~pe_lib.checks._core.ANGLE_ERROR_CAP` (:class:`~pe_lib.checks._core.Tolerance`). Angles
+formed in float32, as Meta's and Hugging Face's code do, pass for every input dtype at every
+probed position (up to 10,001); angles formed in bfloat16 or float16 do not.
 
 **Diagnosis.** A result that is not within the tolerance is compared with what each mistake would
 give (the other layout, :math:`-\theta`, positions off by the offset, the scaling not applied or
-applied twice, another base, half-precision angles), in the order of :data:`MISTAKES`.
+applied twice, another base, half-precision angles), in the order of ``check_rope.mistakes``.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ from ._core import (
     fmt_base,
 )
 
-__all__ = ["CONVENTIONS", "MISTAKES", "check_rope"]
+__all__ = ["CONVENTIONS", "MISTAKES", "Convention", "check_rope"]
 
+#: The mistakes :func:`check_rope` recognises, in the order it looks for them.
 MISTAKES = Catalogue("check_rope")
 
 _FIX_ROTATE = (
@@ -73,6 +76,12 @@ _EXCEPTION = MISTAKES.declare(
     "passes x of shape (batch, heads, seq_len, head_dim) in each dtype it checks (float64, "
     "float32 and bfloat16 unless told otherwise), one decoding step at a time too (seq_len 1 "
     "at a large position).",
+)
+_IN_PLACE = MISTAKES.declare(
+    "in_place",
+    "{call} changed its input in place (e.g. x[..., 0::2] = ... or x.mul_(cos)).",
+    "build a new tensor (torch.cat / torch.stack of the rotated halves or pairs) and leave the "
+    "caller's queries and keys untouched.",
 )
 _WRONG_TYPE = MISTAKES.declare(
     "wrong_type",
@@ -90,12 +99,6 @@ _DTYPE = MISTAKES.declare(
     "{call} returned a {found} tensor for a {wanted} input.",
     "compute in float32 if you like, then cast the result back: return out.type_as(x) "
     "(or out.to(x.dtype)).",
-)
-_IN_PLACE = MISTAKES.declare(
-    "in_place",
-    "{call} changed its input in place (e.g. x[..., 0::2] = ... or x.mul_(cos)).",
-    "build a new tensor (torch.cat / torch.stack of the rotated halves or pairs) and leave the "
-    "caller's queries and keys untouched.",
 )
 _NOT_FINITE = MISTAKES.declare(
     "not_finite",
@@ -153,6 +156,12 @@ _OFFSET_BY_ONE = MISTAKES.declare(
     "the result is the rotation at positions {found} instead of {wanted}: the positions are "
     "off by {by}.",
     _FIX_OFFSET + " The first token of a sequence is at position 0.",
+)
+_NOT_ROTATED = MISTAKES.declare(
+    "not_rotated",
+    "the result is the input unchanged: nothing is rotated (for rotate(q, k, offset): is one of "
+    "the two returned before rotating it?).",
+    _FIX_ROTATE,
 )
 _FIX_SCALING = (
     "take theta'_i and the attention factor from the scaling once, e.g. "
@@ -292,7 +301,7 @@ def check_rope(
     :math:`\theta_i = \mathrm{base}^{-2i/d}`, within the tolerance of the module docstring, with
     the shape and dtype of ``x``, and ``x`` left unchanged.
 
-    ``convention`` says how ``rotate`` is called (:data:`CONVENTIONS`):
+    ``convention`` says how ``rotate`` is called (the keys of ``pe_lib.checks.rope.CONVENTIONS``):
 
     * ``"positions"``: ``rotate(x, positions) -> y``, ``positions`` an int64 tensor of shape
       ``(seq_len,)`` holding ``offset .. offset + seq_len - 1``; ``y`` of the shape of ``x``;
@@ -309,13 +318,14 @@ def check_rope(
     At the first wrong result ``.mistake`` (one of ``check_rope.mistakes``) is:
 
     * ``"exception"``: ``rotate`` raised (the error is chained);
+    * ``"in_place"``: the input was modified;
     * ``"wrong_type"``, ``"shape"``, ``"dtype"``: not a tensor (or, for ``"qk"``, not a pair of
       tensors), or not the shape or dtype of the input;
-    * ``"in_place"``: the input was modified;
     * ``"not_finite"``: NaN or infinite values;
     * ``"layout"``: the rotation in the other layout (``"half"`` for ``"interleaved"`` or back);
     * ``"sign"``: rotation by :math:`-m\,\theta_i`;
     * ``"offset"``: positions off by the decoding offset (ignored or added twice) or by one;
+    * ``"not_rotated"``: the input returned unchanged (where that is not an offset mistake);
     * ``"scaling"``: the scaling not applied, applied twice, inverted, or its attention factor
       missing;
     * ``"base"``: RoPE with another base (also what an exponent without its factor 2 gives:
@@ -575,6 +585,8 @@ def _diagnose(result: _Result, where: str, offset: int) -> CheckFailed:
         if result.matches(at(shift), factor):
             found = _span(first + shift, seq_len)
             return mistake.fail(where, found=found, wanted=wanted, by=f"{shift:+d}")
+    if bool(positions[-1] > 0) and result.matches(torch.zeros_like(angles), 1.0):
+        return _NOT_ROTATED.fail(where)
     scaling_mistake = _scaling_mistake(result, where)
     if scaling_mistake is not None:
         return scaling_mistake

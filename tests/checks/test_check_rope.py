@@ -117,6 +117,8 @@ def llama3_inv_freq(head_dim, base, factor, low, high, original):
 
 LINEAR = {"rope_type": "linear", "factor": 4.0}
 YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64}
+NTK = {"rope_type": "ntk", "factor": 4.0}
+DYNAMIC = {"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 64}
 LLAMA3 = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -139,6 +141,19 @@ def with_theta(theta_fn, attention=1.0):
     return rotate
 
 
+def ntk_rotate(x, positions):
+    """The NTK-aware base b * s ** (d / (d - 2)) (bloc97), in Meta's code."""
+    d = x.shape[-1]
+    return meta_complex(x, positions, base=10000.0 * 4.0 ** (d / (d - 2)))
+
+
+def dynamic_rotate(x, positions):
+    """Dynamic NTK at the current length: alpha = s * length / L - (s - 1), length >= L."""
+    d, length = x.shape[-1], max(int(positions[-1]) + 1, 64)
+    alpha = 4.0 * length / 64 - 3.0
+    return meta_complex(x, positions, base=10000.0 * alpha ** (d / (d - 2)))
+
+
 def llama3_rotate(x, positions):
     return with_theta(lambda d: llama3_inv_freq(d, 500000.0, 8.0, 1.0, 4.0, 64))(x, positions)
 
@@ -153,6 +168,8 @@ CORRECT = [
     pytest.param(OffsetRotary(64), {"layout": "half", "convention": "offset", "head_dim": 64}),
     pytest.param(lambda x, p: meta_complex(x, p, scale_positions=4.0), {"scaling": LINEAR}),
     pytest.param(llama3_rotate, {"scaling": LLAMA3}, id="llama3"),
+    pytest.param(ntk_rotate, {"scaling": NTK}, id="ntk"),
+    pytest.param(dynamic_rotate, {"scaling": DYNAMIC}, id="dynamic"),
     pytest.param(lambda x, p: pe_lib.apply_rope(x, p), {}, id="pe_lib-interleaved"),
     pytest.param(lambda x, p: pe_lib.apply_rope(x, p, layout="half"), {"layout": "half"}),
     pytest.param(lambda x, p: pe_lib.apply_rope(x, p, scaling=YARN), {"scaling": YARN}),
@@ -248,6 +265,11 @@ def linear_inverted(x, positions):
     return meta_complex(x, positions, scale_positions=0.25)
 
 
+def dynamic_frozen_at_training_length(x, positions):
+    """Dynamic NTK whose base is never updated past L: plain RoPE."""
+    return meta_complex(x, positions)
+
+
 def yarn_without_attention_factor(x, positions):
     theta, _ = rope_frequencies(x.shape[-1], scaling=YARN)
     return with_theta(lambda _: theta)(x, positions)
@@ -306,6 +328,11 @@ def cos_only(x, positions):
     return (x.float() * torch.cat((freqs, freqs), dim=-1).cos()).to(x.dtype)
 
 
+class QKRotatesQOnly(QKRotary):
+    def forward(self, q, k, offset=0):
+        return super().forward(q, k, offset)[0], k
+
+
 class QKReturnsQ(QKRotary):
     def forward(self, q, k, offset=0):
         return super().forward(q, k, offset)[0]
@@ -320,6 +347,7 @@ PLANTED = [
     (no_type_as, {"dtypes": (torch.bfloat16,)}, "dtype", ["float32", "bfloat16"]),
     (rotates_in_place, {}, "in_place", ["in place"]),
     (one_based_exponent, {}, "not_finite", ["NaN"]),
+    (QKRotatesQOnly(16), {"convention": "qk"}, "not_rotated", ["input unchanged"]),
     (hf_half, {}, "layout", ['"half" layout', '"interleaved" layout was asked']),
     (meta_on_half_layout, {"layout": "half"}, "layout", ['"interleaved" layout (pairs']),
     (negative_sin, {"layout": "half"}, "sign", ["-m * theta_i"]),
@@ -330,6 +358,12 @@ PLANTED = [
     (linear_not_applied, {"scaling": LINEAR}, "scaling", ["not applied"]),
     (linear_twice, {"scaling": LINEAR}, "scaling", ["applied twice", "16"]),
     (linear_inverted, {"scaling": LINEAR}, "scaling", ["inverted"]),
+    (
+        dynamic_frozen_at_training_length,
+        {"scaling": DYNAMIC},
+        "scaling",
+        ["positions 100..103", "'dynamic' scaling (factor 4.0) is not applied"],
+    ),
     (yarn_without_attention_factor, {"scaling": YARN}, "scaling", ["attention factor 1.20794"]),
     (base_500, {}, "base", ["base 500, not 10000"]),
     (exponent_without_2, {}, "base", ["base 100, not 10000", "sqrt(base)"]),

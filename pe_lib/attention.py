@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 import reprlib
+import warnings
 
 import torch
 from torch import nn
 
-from ._validation import check_features, check_positive_int
+from ._validation import check_features, check_positive_int, is_tracing, static_size
 
 __all__ = ["SelfAttention", "scaled_dot_product_attention"]
 
@@ -65,8 +66,33 @@ def scaled_dot_product_attention(
             scores, or a mask row that is all ``False`` (its softmax would be NaN).
 
     The all-``False`` check reads the mask's values, so a ``torch.compile`` of a caller that
-    passes a mask breaks its graph there; without a mask it compiles in one graph.
+    passes a mask breaks its graph there; without a mask it compiles in one graph. Under
+    ``torch.jit.trace`` every check runs on the example inputs only (a trace holds no Python
+    checks), without tracer warnings.
     """
+    if is_tracing():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
+            _check_attention_inputs(q, k, v, mask, bias)
+    else:
+        _check_attention_inputs(q, k, v, mask, bias)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(static_size(q, -1))  # (..., q_len, k_len)
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def _check_attention_inputs(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    bias: torch.Tensor | None,
+) -> None:
+    """The checks of :func:`scaled_dot_product_attention`, on arguments of any type."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point():
             raise TypeError(
@@ -81,28 +107,26 @@ def scaled_dot_product_attention(
         raise TypeError(
             f"q, k and v must share one floating dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}"
         )
-    if q.shape[-1] != k.shape[-1]:
+    q_shape, k_shape, v_shape = (tuple(int(s) for s in t.shape) for t in (q, k, v))
+    if q_shape[-1] != k_shape[-1]:
         raise ValueError(
-            f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}"
+            f"q and k must share their last dimension d_k, got q {q_shape} and k {k_shape}"
         )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same length, got k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
-    if k.shape[-2] == 0:
+    if k_shape[-2] != v_shape[-2]:
+        raise ValueError(f"k and v must have the same length, got k {k_shape} and v {v_shape}")
+    if k_shape[-2] == 0:
         raise ValueError(
             f"k must hold at least one key (k_len >= 1; a softmax over no keys is undefined), "
-            f"got k {tuple(k.shape)}"
+            f"got k {k_shape}"
         )
     try:
-        batch_shape = _broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        batch_shape = _broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
     except RuntimeError:
         raise ValueError(
             "the leading (batch) dimensions of q, k and v must broadcast, got q "
-            f"{tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)}"
+            f"{q_shape}, k {k_shape} and v {v_shape}"
         ) from None
-    scores_shape = (*batch_shape, q.shape[-2], k.shape[-2])  # (..., q_len, k_len)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_len, k_len)
+    scores_shape = (*batch_shape, q_shape[-2], k_shape[-2])  # (..., q_len, k_len)
     if bias is not None:
         if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
             raise TypeError(
@@ -118,7 +142,6 @@ def scaled_dot_product_attention(
                 f"bias must be broadcastable to the scores' shape (..., q_len, k_len) = "
                 f"{scores_shape}, got shape {tuple(bias.shape)}"
             )
-        scores = scores + bias.to(scores.dtype)
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             raise TypeError(
@@ -139,12 +162,9 @@ def scaled_dot_product_attention(
                 "mask must let every query attend to at least one key (a row of False has no "
                 f"softmax), got a mask of shape {tuple(mask.shape)} with an all-False row"
             )
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
 
 
-def _fits(shape: torch.Size, target: tuple[int, ...]) -> bool:
+def _fits(shape: torch.Size | tuple[int, ...], target: tuple[int, ...]) -> bool:
     """Whether a tensor of ``shape`` broadcasts to ``target`` without growing it."""
     try:
         return _broadcast_shapes(shape, target) == target

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -172,3 +173,31 @@ def test_bad_bias(bias, error, match):
 def test_no_keys_is_rejected_by_name():
     with pytest.raises(ValueError, match=r"k must hold at least one key.*\(0, 4\)"):
         scaled_dot_product_attention(torch.zeros(3, 4), torch.zeros(0, 4), torch.zeros(0, 4))
+
+
+# --- tracing and compiling ------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings(r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning")
+def test_self_attention_traces_for_every_length_without_tracer_warnings():
+    torch.manual_seed(0)
+    module = SelfAttention(8).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", torch.jit.TracerWarning)
+        traced = torch.jit.trace(module, (torch.randn(2, 5, 8),))
+    for seq_len in (1, 7, 12):
+        x = torch.randn(3, seq_len, 8)
+        for got, expected in zip(traced(x), module(x), strict=True):
+            assert torch.equal(got, expected), seq_len
+
+
+def test_self_attention_compiles_in_one_graph_without_a_mask():
+    """With a mask, the all-False-row check reads its values: the docstring says the graph
+    breaks there, and ``fullgraph=True`` refuses it."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    module = SelfAttention(8).eval()
+    x = torch.randn(2, 5, 8)
+    compiled = torch.compile(module, fullgraph=True, backend="aot_eager")
+    for got, expected in zip(compiled(x), module(x), strict=True):
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)

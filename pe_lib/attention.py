@@ -182,6 +182,10 @@ class SelfAttention(nn.Module):
     Shapes:
         ``x``: ``(batch, seq_len, d_model)`` -> output ``(batch, seq_len, d_k)`` and
         weights ``(batch, seq_len, seq_len)``.
+
+    Compilation: ``torch.compile(fullgraph=True)`` compiles it in one graph when no mask is
+    passed (see :func:`scaled_dot_product_attention`); ``torch.jit.trace`` records a trace that
+    holds for every ``seq_len``.
     """
 
     d_model: int

@@ -16,8 +16,9 @@ epsilon of what the student returned (float64's for Python floats).
 **Bias up to a constant per row.** A softmax does not change when a row of scores is shifted by a
 constant, and the authors' code adds :math:`s_h\,j`, which differs from :math:`-s_h\,(i - j)` by
 :math:`s_h\,i`. So a bias is accepted when each row differs from the reference by a constant on
-its visible keys. A masked entry is ``-inf`` or at least :math:`10^4` below the row's largest
-entry (``torch.finfo(dtype).min``, ``-1e9``): its softmax weight is 0 either way.
+its visible keys. A masked entry is ``-inf`` or at least 5000 below the row's largest entry
+(``-1e4`` as in Hugging Face's older masks, ``-1e9``, ``torch.finfo(dtype).min``): its softmax
+weight is 0 either way.
 """
 
 from __future__ import annotations
@@ -331,8 +332,9 @@ _BIAS_VALUES = BIAS_MISTAKES.declare(
 
 #: ``(num_heads, q_len, k_len)`` of each call.
 _BIAS_PROBES = ((8, 6, 6), (4, 5, 5), (12, 7, 7), (8, 1, 9), (8, 3, 10))
-#: How far below the row's largest entry a masked entry must be (softmax weight e**-10000 = 0).
-_MASK_GAP = 1e4
+#: How far below the row's largest entry a masked entry must be (its softmax weight, e**-5000,
+#: is 0 in every dtype), so that a -1e4 mask passes under a row constant.
+_MASK_GAP = 5e3
 
 
 def check_alibi_bias(bias: Callable[[int, int, int], object], *, causal: bool = True) -> None:

@@ -240,7 +240,7 @@ class Convention:
 def _call_positions(
     rotate: Callable[..., object], xs: list[torch.Tensor], offset: int, context: str
 ) -> list[object]:
-    positions = torch.arange(offset, offset + xs[0].shape[-2])
+    positions = torch.arange(offset, offset + xs[0].shape[-2], device=xs[0].device)
     call = f"rotate(x, positions) {context}"
     return [call_student(_EXCEPTION, call, rotate, xs[0], positions)]
 
@@ -403,27 +403,43 @@ def _check_dtypes(dtypes: object) -> tuple[torch.dtype, ...]:
     return checked
 
 
+@dataclass(frozen=True)
+class _Student:
+    """What is called for one dtype: the student's code, its device, and a note for messages."""
+
+    rotate: Callable[..., object]
+    device: torch.device
+    note: str = ""
+
+
+def _device_of(module: nn.Module) -> torch.device:
+    for tensor in [*module.parameters(), *module.buffers()]:
+        return tensor.device
+    return torch.device("cpu")
+
+
 @contextmanager
-def _probing(
-    rotate: Callable[..., object],
-) -> Iterator[Callable[[torch.dtype], Callable[..., object]]]:
+def _probing(rotate: Callable[..., object]) -> Iterator[Callable[[torch.dtype], _Student]]:
     """No autograd; a module in eval mode (restored after), cast to bfloat16/float16 for those."""
+    cpu = torch.device("cpu")
     if not isinstance(rotate, nn.Module):
         with torch.no_grad():
-            yield lambda dtype: rotate
+            yield lambda dtype: _Student(rotate, cpu)
         return
     module = rotate
     modes = {m: m.training for m in module.modules()}
-    casts: dict[torch.dtype, nn.Module] = {}
+    casts: dict[torch.dtype, _Student] = {}
 
-    def module_for(dtype: torch.dtype) -> nn.Module:
+    def module_for(dtype: torch.dtype) -> _Student:
         if dtype not in (torch.bfloat16, torch.float16):
-            return module
+            return _Student(module, _device_of(module))
         if dtype not in casts:
             try:
-                casts[dtype] = copy.deepcopy(module).to(dtype)
+                cast = copy.deepcopy(module).to(dtype)
+                note = f" (a copy of the module cast with .to(torch.{dtype_name(dtype)}))"
+                casts[dtype] = _Student(cast, _device_of(cast), note)
             except Exception:  # a module that cannot be copied is probed as it is
-                casts[dtype] = module
+                casts[dtype] = _Student(module, _device_of(module))
         return casts[dtype]
 
     module.eval()
@@ -529,7 +545,7 @@ class _Result:
 
 
 def _check_call(
-    student: Callable[..., object],
+    student: _Student,
     convention: Convention,
     spec: _Spec,
     xs: list[torch.Tensor],
@@ -537,12 +553,15 @@ def _check_call(
 ) -> None:
     seq_len = xs[0].shape[-2]
     dtype = dtype_name(xs[0].dtype)
-    context = f"with x of shape {tuple(xs[0].shape)} {dtype} at positions {_span(offset, seq_len)}"
+    context = (
+        f"with x of shape {tuple(xs[0].shape)} {dtype} at positions {_span(offset, seq_len)}"
+        f"{student.note}"
+    )
     call = convention.signature.replace("offset", str(offset)) + " " + context
-    given = [x.clone() for x in xs]
-    outputs = convention.call(student, given, offset, context)
+    given = [x.to(student.device, copy=True) for x in xs]
+    outputs = convention.call(student.rotate, given, offset, context)
     for x, kept in zip(xs, given, strict=True):
-        if not torch.equal(x, kept):
+        if not torch.equal(x, kept.cpu()):
             raise _IN_PLACE.fail(call=call)
     positions = torch.arange(offset, offset + seq_len)
     for x, out in zip(xs, outputs, strict=True):
@@ -635,25 +654,47 @@ def _scaling_mistake(result: _Result, where: str) -> CheckFailed | None:
     return None
 
 
-def _base_mistake(result: _Result, where: str) -> CheckFailed | None:
-    """RoPE with another base, fitted from the slowest pair's angle at position 1."""
-    spec = result.spec
-    if spec.rope_type != "default" or spec.head_dim < 4 or not bool((result.positions == 1).any()):
+def _fitted_frequencies(result: _Result) -> torch.Tensor | None:
+    """Each pair's turn per position, ``(head_dim / 2,)``, for a probe at positions 0, 1, 2, ...
+
+    Read at position 1 (angles below pi, no wrapping), then refined position by position: the
+    angle at ``m`` is unwrapped with the estimate so far, so the last position sets the precision.
+    """
+    positions = result.positions
+    if len(positions) < 2 or int(positions[0]) != 0:
         return None
-    row = int((result.positions == 1).nonzero()[0])
     turned, _ = result.measured()
-    slowest = float(turned[..., row, -1].median())
-    if not 0.0 < slowest < 1.0:
+    angle = turned.flatten(0, -3).median(dim=0).values  # (seq_len, d/2), median over batch, heads
+    theta = angle[1]
+    if not bool(((theta > 0.0) & (theta < math.pi)).all()):
         return None
-    pairs = spec.head_dim // 2
-    fitted = slowest ** (-spec.head_dim / (2.0 * (pairs - 1)))
+    for m in range(2, len(positions)):
+        turns = torch.round((m * theta - angle[m]) / (2 * math.pi))
+        theta = (angle[m] + 2 * math.pi * turns) / m
+    return theta
+
+
+def _base_mistake(result: _Result, where: str) -> CheckFailed | None:
+    """RoPE with another base: fitted from every pair's turn, then rounded and rebuilt."""
+    spec = result.spec
+    if spec.rope_type != "default" or spec.head_dim < 4:
+        return None
+    theta = _fitted_frequencies(result)
+    if theta is None or not bool((theta[1:] < 1.0).all()):
+        return None
+    # ln theta_i = -(2i / d) ln base: each pair i >= 1 estimates ln base; an angle measured with
+    # absolute error e gives ln base with error (d / 2i) e / theta_i, hence the weights.
+    index = torch.arange(1, len(theta), dtype=torch.float64)
+    estimates = -spec.head_dim / (2 * index) * torch.log(theta[1:])
+    weights = (2 * index / spec.head_dim * theta[1:]) ** 2
+    fitted = math.exp(float((weights * estimates).sum() / weights.sum()))
     positions = result.positions.double()[:, None]
     for digits in _FITTED_DIGITS:
         base = float(f"{fitted:.{digits}g}")
         if not math.isfinite(base) or base <= 1.0 or base == spec.base:
             continue
-        theta, _ = rope_frequencies(spec.head_dim, base=base)
-        if result.matches(positions * theta, 1.0, tolerance=result.tolerance(base)):
+        frequencies, _ = rope_frequencies(spec.head_dim, base=base)
+        if result.matches(positions * frequencies, 1.0, tolerance=result.tolerance(base)):
             return _BASE.fail(
                 where,
                 found=fmt_base(base),

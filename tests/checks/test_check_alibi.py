@@ -195,6 +195,12 @@ def minus_1e9_batched(n, q_len, k_len):
     return bias[None]
 
 
+def authors_form_minus_1e4(n, q_len, k_len):
+    """s_h * j with Hugging Face's old -10000.0 mask added, in float16."""
+    bias = slopes_of(n) * torch.arange(k_len)[None, None, :]
+    return (bias + (distances(q_len, k_len) < 0) * -10000.0).half()
+
+
 def loops(n, q_len, k_len):
     s = get_slopes(n)
     out = torch.full((n, q_len, k_len), float("-inf"))
@@ -211,7 +217,15 @@ def from_full_square(n, q_len, k_len):
     return penalty(n, k_len, k_len)[:, -q_len:]
 
 
-CORRECT_BIAS = [penalty, authors_form, finfo_min_mask, minus_1e9_batched, loops, from_full_square]
+CORRECT_BIAS = [
+    penalty,
+    authors_form,
+    authors_form_minus_1e4,
+    finfo_min_mask,
+    minus_1e9_batched,
+    loops,
+    from_full_square,
+]
 
 
 @pytest.mark.parametrize("bias", CORRECT_BIAS, ids=lambda f: f.__name__)
@@ -287,6 +301,12 @@ def masks_own_key(n, q_len, k_len):
     return (-slopes_of(n) * d).masked_fill(d <= 0, float("-inf"))
 
 
+def weak_mask(n, q_len, k_len):
+    """Future keys at -100: a far past key (distance 200 at slope 1/2) weighs as much."""
+    d = distances(q_len, k_len)
+    return (-slopes_of(n) * d).masked_fill(d < 0, -100.0)
+
+
 def squared_distance(n, q_len, k_len):
     d = distances(q_len, k_len)
     return (-slopes_of(n) * d * d).masked_fill(d < 0, float("-inf"))
@@ -305,6 +325,7 @@ PLANTED_BIAS = [
     (eight_head_slopes, {}, "slopes", ["head 1 falls by 0.5", "is 0.25", "for 4 heads"]),
     (no_mask, {}, "causal_mask", ["not masked", "query 0, key 1"]),
     (symmetric_no_mask, {}, "causal_mask", ["not masked"]),
+    (weak_mask, {}, "causal_mask", ["is -100"]),
     (penalty, {"causal": False}, "causal_mask", ["causal=False"]),
     (masks_own_key, {}, "masks_self", ["own position"]),
     (squared_distance, {}, "wrong_values", ["query 2 (position 2), key 0", "-2"]),

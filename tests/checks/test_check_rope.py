@@ -12,6 +12,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from torch import nn
 
 import pe_lib
@@ -84,6 +86,13 @@ class OffsetRotary(nn.Module):
     def forward(self, x, offset=0):
         positions = torch.arange(offset, offset + x.shape[-2])
         return hf_half(x, positions, self.base)
+
+
+class PositionsRotary(nn.Module):
+    """forward(x, positions): Meta's complex-number code in a module."""
+
+    def forward(self, x, positions):
+        return meta_complex(x, positions)
 
 
 class QKRotary(nn.Module):
@@ -165,6 +174,7 @@ CORRECT = [
     pytest.param(lambda x, p: meta_complex(x, p, 500000.0), {"base": 500000.0}, id="base-500000"),
     pytest.param(OffsetRotary(16), {"layout": "half", "convention": "offset"}, id="module-offset"),
     pytest.param(QKRotary(16), {"convention": "qk"}, id="module-qk"),
+    pytest.param(PositionsRotary(), {}, id="module-positions"),
     pytest.param(OffsetRotary(64), {"layout": "half", "convention": "offset", "head_dim": 64}),
     pytest.param(lambda x, p: meta_complex(x, p, scale_positions=4.0), {"scaling": LINEAR}),
     pytest.param(llama3_rotate, {"scaling": LLAMA3}, id="llama3"),
@@ -375,7 +385,12 @@ PLANTED = [
         ["bfloat16 at positions 100..103", "half precision"],
     ),
     (bfloat16_angles, {"layout": "half"}, "precision", ["float64 at positions"]),
-    (BufferRotary(16), {"layout": "half", "convention": "offset"}, "precision", ["bfloat16"]),
+    (
+        BufferRotary(16),
+        {"layout": "half", "convention": "offset"},
+        "precision",
+        ["a copy of the module cast with .to(torch.bfloat16)", "frequency buffer"],
+    ),
     (start_at_pair_one, {}, "wrong_values", ["pair 0 (channels 0, 1)"]),
     (cos_only, {}, "wrong_values", ["scales its length"]),
 ]
@@ -407,6 +422,38 @@ def test_every_variant_of_a_mistake_is_planted() -> None:
     for record in MISTAKES:
         fixed = record.what.split("{")[0]
         assert any(fixed in m and record.how.split("{")[0] in m for m in messages), record.code
+
+
+BASES = st.sampled_from([100.0, 500.0, 10000.0, 123456.0, 500000.0, 1e6])
+
+
+@given(base=BASES, used=BASES, head_dim=st.sampled_from([4, 8, 16, 64]))
+def test_another_base_is_named_with_its_value(base, used, head_dim) -> None:
+    def rotate(x, positions):
+        return meta_complex(x, positions, base=used)
+
+    if used == base:
+        check_rope(rotate, base=base, head_dim=head_dim)
+        return
+    message = str(fails_with("base", rotate, base=base, head_dim=head_dim))
+    found = float(message.split("RoPE with base ")[1].split(",")[0])
+    # The fewest significant digits that explain the result within the tolerance are reported.
+    assert math.isclose(found, used, rel_tol=1e-4), message
+    assert f", not {base:.0f}" in message, message
+
+
+@given(
+    base=BASES,
+    head_dim=st.sampled_from([4, 8, 16, 64]),
+    layout=st.sampled_from(["interleaved", "half"]),
+)
+def test_a_negated_angle_is_a_sign_mistake_at_any_base(base, head_dim, layout) -> None:
+    rotation = explicit_pairs if layout == "interleaved" else hf_half
+
+    def rotate(x, positions):
+        return rotation(x, -positions, base)
+
+    fails_with("sign", rotate, base=base, head_dim=head_dim, layout=layout)
 
 
 def test_student_errors_are_chained() -> None:

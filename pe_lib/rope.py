@@ -40,17 +40,23 @@ beyond a few hundred positions: bfloat16 keeps 8 significant bits, so between 8,
 only multiples of 64 exist. Position 10,001 becomes 9,984, and the angle of the fastest pair
 (:math:`\theta_0 = 1` radian per position) is off by 17 radians.
 
-Speed: without autograd the rotation runs block by block, each block at most
-``2**17`` elements of ``x`` (512 KiB in float32), so that the four elementwise passes of the
-``"half"`` layout, and the float32 copy of a bfloat16 block, stay in a per-core cache and ``x``
-is read from memory once and the result written once. Under ``torch.compile`` and
-``torch.jit.trace``, and with autograd, the plain differentiable formula runs instead (a
-compiler fuses it by itself). ``benchmarks/rope_speed.py`` measures it
-against one elementwise pass over ``x`` (``x * 2.0``) and against Hugging Face's
-``x * cos + rotate_half(x) * sin`` with cos and sin cached in ``x``'s dtype. On the 2-core
-Xeon (AVX-512) this was built on, for ``x`` of shape ``(8, 16, 1024, 64)``: float32 about 1.0x
-the elementwise pass in either layout, bfloat16 about 0.4x the time of Hugging Face's formula
-(which rounds to bfloat16 after every operation, while this keeps the one rounding).
+Speed: a float32 interleaved rotation is one complex multiplication, a single pass over
+``x``. The ``"half"`` layout needs three passes (``x`` times cos over whole rows, then the two
+half-rows' products with sin), and a bfloat16 input a float32 copy and a rounding back; these
+run block by block, each block at most ``2**17`` elements of ``x`` (512 KiB in float32), so that
+a block's passes stay in a per-core cache and ``x`` is read from memory once and the result
+written once. With autograd, under ``torch.compile`` and under ``torch.jit.trace``, the plain
+differentiable formula runs instead (a compiler fuses it by itself). The trade-off chosen is
+accuracy first: angles are never formed in bfloat16, and the rotation of a bfloat16 input is
+rounded once. ``benchmarks/rope_speed.py`` measures the cost against one elementwise pass over
+``x`` (``x * 2.0``, a fresh output included) and against Hugging Face's
+``x * cos + rotate_half(x) * sin`` with cos and sin cached in ``x``'s dtype, for ``x`` of shape
+``(8, 16, 1024, 64)``, one thread. On the shared 2-core Xeon (AVX-512) this was built on:
+float32 about 1.15x the elementwise pass (interleaved) and about 1.55x (half; the target of
+1.3x is missed: beyond the pass and the fresh output, the two half-row products cost about half
+a pass, as each row of 64 channels splits into runs of 32); bfloat16 about 0.3x (interleaved)
+to 0.5x (half) the time of Hugging Face's formula, which rounds to bfloat16 after each of its
+operations and uses bfloat16 cos and sin.
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ from ._validation import (
     check_head_dim,
     check_layout,
     check_nonnegative_int,
+    check_position_span,
     check_positions,
     check_positions_match,
     check_positive_int,
@@ -83,9 +90,6 @@ ROPE_LAYOUTS = ("interleaved", "half")
 
 #: Elements of ``x`` rotated per block (512 KiB of float32) when autograd is off.
 _BLOCK_ELEMENTS = 1 << 17
-
-#: The largest position whose float64 value is exact (every integer up to 2**53 is).
-_MAX_POSITION = 2**53 - 1
 
 
 @contextlib.contextmanager
@@ -113,7 +117,7 @@ def _angles(positions: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
 
 
 def _dynamic_length(positions: torch.Tensor) -> int:
-    """The sequence length the positions imply: the last position + 1 (0 when there are none)."""
+    """The sequence length the positions imply: the last position + 1 (1 when there are none)."""
     return math.floor(positions.max().item()) + 1 if positions.numel() else 1
 
 
@@ -222,6 +226,10 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) 
             or is_tracing()
         ):
             return _rotate_differentiable(x, cos, sin, layout).to(x.dtype)
+        if layout == "interleaved" and x.dtype == cos.dtype and _pairs_viewable(x):
+            # One complex multiplication is already a single pass: nothing to gain from blocks.
+            rotated = torch.view_as_complex(_as_pairs(x)) * torch.complex(cos, sin)
+            return torch.view_as_real(rotated).flatten(-2)
         lead = (1,) * (x.dim() - cos.dim())
         cos, sin = cos.reshape(*lead, *cos.shape), sin.reshape(*lead, *sin.shape)
         out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -238,13 +246,13 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) 
         def rotate_half(
             xb: torch.Tensor, ob: torch.Tensor, cb: torch.Tensor, sb: torch.Tensor
         ) -> None:
+            # cb: cos repeated for both halves (..., seq_len, d); sb: sin (..., seq_len, d/2)
             xs = xb if xb.dtype == dtype else staged(xb, 0).copy_(xb)
             rs = ob if ob.dtype == dtype else staged(ob, 1)
             half = xs.shape[-1] // 2
             x1, x2, r1, r2 = xs[..., :half], xs[..., half:], rs[..., :half], rs[..., half:]
-            torch.mul(x1, cb, out=r1)
+            torch.mul(xs, cb, out=rs)  # (x1 cos, x2 cos): one pass over whole rows
             r1.addcmul_(x2, sb, value=-1.0)
-            torch.mul(x2, cb, out=r2)
             r2.addcmul_(x1, sb)
             if rs is not ob:
                 ob.copy_(rs)  # the one rounding to x's dtype
@@ -262,7 +270,7 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) 
                 ob.copy_(rs)
 
         if layout == "half":
-            _for_each_block(rotate_half, x, out, [cos, sin])
+            _for_each_block(rotate_half, x, out, [torch.cat((cos, cos), dim=-1), sin])
         else:
             _for_each_block(rotate_pairs, x, out, [torch.complex(cos, sin)])
         return out
@@ -455,12 +463,7 @@ class RotaryEmbedding(nn.Module):
                 f"k {tuple(k.shape)}"
             )
         end = offset + q.shape[-2]
-        if end - 1 > _MAX_POSITION:
-            raise ValueError(
-                f"offset + seq_len - 1 (the last position) must be at most 2**53 - 1 (float64 "
-                f"represents integers exactly only up to 2**53), got offset={offset} and "
-                f"q of shape {tuple(q.shape)}"
-            )
+        check_position_span("offset", offset, "q.shape[-2]", q.shape[-2])
         if seq_len is not None:
             seq_len = check_positive_int("seq_len", seq_len)
             if seq_len < end:

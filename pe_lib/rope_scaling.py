@@ -23,9 +23,9 @@ With ``s = factor``:
 * ``"default"``: :math:`\theta'_i = \theta_i`.
 * ``"linear"``, position interpolation (Chen et al., 2023, arXiv:2306.15595, eq. 4):
   :math:`\theta'_i = \theta_i / s`, the same as rotating position ``m`` by the angle of ``m / s``.
-* ``"ntk"``, NTK-aware base change (bloc97, 2023; the formula of Hugging Face's
-  ``_compute_ntk_parameters``): :math:`b' = b\,s^{d/(d-2)}`, so the fastest pair keeps
-  :math:`\theta_0 = 1` and the slowest pair is interpolated by exactly ``s``.
+* ``"ntk"``, NTK-aware base change (bloc97, 2023, as Hugging Face writes it, the base change of
+  its dynamic NTK with the ratio fixed at ``s``): :math:`b' = b\,s^{d/(d-2)}`, so the fastest
+  pair keeps :math:`\theta_0 = 1` and the slowest pair is interpolated by exactly ``s``.
 * ``"dynamic"``, dynamic NTK (emozilla, 2023; Hugging Face's ``_compute_dynamic_ntk_parameters``):
   the NTK base change with :math:`\alpha = s\,\ell/L - (s - 1)`, :math:`\ell = \max(\texttt{seq\_len},
   L)`, so nothing changes up to ``L`` and the scaling grows with the current length.

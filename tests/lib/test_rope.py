@@ -570,7 +570,7 @@ def test_toy_model_with_rope_and_alibi_runs_and_learns_gradients():
         (
             lambda: RotaryEmbedding(8)(torch.randn(2, 8), torch.randn(2, 8), offset=2**53 - 1),
             ValueError,
-            r"offset \+ seq_len - 1 \(the last position\) must be at most 2\*\*53 - 1.*offset=9007199254740991",
+            r"offset \+ q.shape\[-2\] - 1 \(the last position\) must be at most 2\*\*53 - 1.*offset=9007199254740991",
         ),
         (lambda: RotaryEmbedding(8, max_len=0), ValueError, r"max_len must be a positive int.*0"),
         (

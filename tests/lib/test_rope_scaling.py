@@ -4,8 +4,8 @@ The references below are written here, in numpy and plain Python, from the prima
 share no code with pe_lib:
 
 * position interpolation: Chen et al. (2023), arXiv:2306.15595, eq. 4, f'(x, m) = f(x, m L / L');
-* NTK-aware base change: bloc97 (2023), the formula as in Hugging Face's
-  ``_compute_ntk_parameters``: base' = base * factor ** (d / (d - 2));
+* NTK-aware base change: bloc97 (2023), as Hugging Face writes it (the base change of its
+  dynamic NTK with the ratio fixed at factor): base' = base * factor ** (d / (d - 2));
 * dynamic NTK: Hugging Face's ``_compute_dynamic_ntk_parameters``:
   base' = base * (factor * l / L - (factor - 1)) ** (d / (d - 2)), l = max(seq_len, L);
 * YaRN: Peng et al. (2023), arXiv:2309.00071, section 3.2 and eq. 22, with the ramp of its

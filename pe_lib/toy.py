@@ -136,7 +136,7 @@ class ShiftedCopyModel(nn.Module):
         max_len: int = 512,
     ) -> None:
         super().__init__()
-        self.position = check_choice("position", position, POSITION_KINDS)
+        self.position = check_choice("position", position, ("none", *ENCODINGS))
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
         self.d_model = check_positive_int("d_model", d_model)
         self.num_heads = check_positive_int("num_heads", num_heads)

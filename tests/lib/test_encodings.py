@@ -189,3 +189,28 @@ def _public_modules() -> list[str]:
 @pytest.mark.parametrize("module", _public_modules())
 def test_api_page_documents_every_public_module(module: str) -> None:
     assert module in _automodule_blocks(), f"book/api.md has no automodule section for {module}"
+
+
+def test_a_new_entry_is_a_new_choice_of_the_toy_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registering an encoding is all the toy model needs: here a sinusoidal table of base 100,
+    added to the embeddings, and the RoPE rotation inside attention at once."""
+
+    def base_100(d_model: int, max_len: int, dropout: float) -> torch.nn.Module:
+        return pe_lib.SinusoidalPositionalEncoding(d_model, max_len, dropout, base=100.0)
+
+    entry = Encoding(
+        name="both",
+        summary="a base-100 table added to the embeddings, and rotated queries and keys",
+        reference="Vaswani et al. (2017) and Su et al. (2021), together",
+        api=("pe_lib.modules.SinusoidalPositionalEncoding", "pe_lib.rope.RotaryEmbedding"),
+        additive=base_100,
+        rotation=ENCODINGS["rope"].rotation,
+    )
+    monkeypatch.setitem(ENCODINGS, "both", entry)
+    model = ShiftedCopyModel("both", d_model=16, num_heads=2, max_len=8).eval()
+    assert model.encoding.base == 100.0 and model.rotation is not None
+    logits, weights = model(torch.randint(16, (2, 8)), return_weights=True)
+    assert logits.shape == (2, 8, 16) and weights.shape == (2, 2, 8, 8)
+    monkeypatch.delitem(ENCODINGS, "both")
+    with pytest.raises(ValueError, match="position must be one of 'none', 'sinusoidal'"):
+        ShiftedCopyModel("both")

@@ -74,8 +74,8 @@ _EXCEPTION = MISTAKES.declare(
     "{call} raised {error_type}: {error}.",
     "fix that error first (the traceback above this one shows where it happened). The checker "
     "passes x of shape (batch, heads, seq_len, head_dim) in each dtype it checks (float64, "
-    "float32 and bfloat16 unless told otherwise), one decoding step at a time too (seq_len 1 "
-    "at a large position).",
+    "float32 and bfloat16 unless told otherwise), at positions from 0 up to 10001, one "
+    "decoding step at a time too (seq_len 1).",
 )
 _IN_PLACE = MISTAKES.declare(
     "in_place",
@@ -126,6 +126,14 @@ _HALF_AS_INTERLEAVED = MISTAKES.declare(
     "pair channel i with channel i + head_dim/2: x_a, x_b = x.chunk(2, dim=-1), and return "
     'torch.cat((y_a, y_b), dim=-1); or pass layout="interleaved" if that is the layout you '
     "mean.",
+)
+_MIXED_LAYOUT = MISTAKES.declare(
+    "layout",
+    "the channels are paired in the {layout!r} layout, but cos and sin are laid out for the "
+    "{other!r} one ({laid_out}), so the two channels of a pair turn by different angles.",
+    "lay cos and sin out like the pairs: torch.cat((freqs, freqs), dim=-1) with rotate_half "
+    "(pairs (i, i + head_dim/2)), freqs.repeat_interleave(2, dim=-1) with interleaved pairs "
+    "(2i, 2i+1).",
 )
 _SIGN = MISTAKES.declare(
     "sign",
@@ -322,7 +330,8 @@ def check_rope(
     * ``"wrong_type"``, ``"shape"``, ``"dtype"``: not a tensor (or, for ``"qk"``, not a pair of
       tensors), or not the shape or dtype of the input;
     * ``"not_finite"``: NaN or infinite values;
-    * ``"layout"``: the rotation in the other layout (``"half"`` for ``"interleaved"`` or back);
+    * ``"layout"``: the rotation in the other layout (``"half"`` for ``"interleaved"`` or back),
+      or pairs of one layout with cos and sin laid out for the other;
     * ``"sign"``: rotation by :math:`-m\,\theta_i`;
     * ``"offset"``: positions off by the decoding offset (ignored or added twice) or by one;
     * ``"not_rotated"``: the input returned unchanged (where that is not an offset mistake);
@@ -535,6 +544,19 @@ class _Result:
         bound = self.allowed(angles, factor, tolerance or self.tolerance())
         return bool((self.error(candidate) <= bound).all())
 
+    def matches_mixed(self, angles: torch.Tensor, factor: float) -> bool:
+        """Whether the result pairs channels in its layout with cos and sin of the other."""
+        layout = self.spec.layout
+        other = "half" if layout == "interleaved" else "interleaved"
+        per_channel = _unpairs(angles, angles, other)  # (seq_len, d): each channel's angle
+        a, b = _pairs(self.x64, layout)
+        partner = _unpairs(-b, a, layout)  # rotate_half in this layout
+        candidate = factor * (self.x64 * torch.cos(per_channel) + partner * torch.sin(per_channel))
+        ya, yb = _pairs(self.y64, layout)
+        ca, cb = _pairs(candidate, layout)
+        error = torch.maximum((ya - ca).abs(), (yb - cb).abs())
+        return bool((error <= self.allowed(angles, factor, self.tolerance())).all())
+
     def measured(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The angle each pair was turned by, in (-pi, pi], and its length ratio, (..., seq_len, d/2)."""
         xa, xb = _pairs(self.x64, self.spec.layout)
@@ -590,6 +612,12 @@ def _diagnose(result: _Result, where: str, offset: int) -> CheckFailed:
         if result.matches(angles, factor, layout=other):
             wrong = _INTERLEAVED_AS_HALF if spec.layout == "interleaved" else _HALF_AS_INTERLEAVED
             return wrong.fail(where)
+        if result.matches_mixed(angles, factor):
+            laid_out = {
+                "interleaved": "freqs.repeat_interleave(2, dim=-1)",
+                "half": "torch.cat((freqs, freqs), dim=-1)",
+            }[other]
+            return _MIXED_LAYOUT.fail(where, layout=spec.layout, other=other, laid_out=laid_out)
     if result.matches(-angles, factor):
         return _SIGN.fail(where)
     theta = result.theta[None, :]
@@ -700,16 +728,21 @@ def _base_mistake(result: _Result, where: str) -> CheckFailed | None:
                 found=fmt_base(base),
                 base=fmt_base(spec.base),
                 head_dim=spec.head_dim,
-                hint=_base_hint(base, spec.base),
+                hint=_base_hint(base, spec.base, spec.head_dim),
             )
     return None
 
 
-def _base_hint(found: float, base: float) -> str:
+def _base_hint(found: float, base: float, head_dim: int) -> str:
     if math.isclose(found, math.sqrt(base), rel_tol=1e-3):
         return (
             " That is sqrt(base): the exponent misses its factor 2 (base ** (-i / head_dim)), "
             "or divides by 2 * head_dim."
+        )
+    if math.isclose(found, base ** (head_dim / (head_dim - 2)), rel_tol=1e-3):
+        return (
+            " That is base ** (head_dim / (head_dim - 2)): the exponent is divided by "
+            "head_dim - 2 instead of head_dim (or an NTK base change was applied)."
         )
     if math.isclose(found, base * base, rel_tol=1e-3):
         return (

@@ -235,6 +235,37 @@ def meta_on_half_layout(x, positions):
     return meta_complex(x, positions)
 
 
+def half_pairs_interleaved_frequencies(x, positions):
+    """rotate_half with Meta's frequency layout: freqs.repeat_interleave(2)."""
+    freqs = positions.float()[:, None] * inv_freq(x.shape[-1])[None, :]
+    emb = freqs.repeat_interleave(2, dim=-1)
+    return (x * emb.cos() + rotate_half(x) * emb.sin()).to(x.dtype)
+
+
+def interleaved_pairs_half_frequencies(x, positions):
+    """Interleaved pairs (-x_{2i+1}, x_{2i}) with Hugging Face's torch.cat((freqs, freqs))."""
+    freqs = positions.float()[:, None] * inv_freq(x.shape[-1])[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    a, b = x[..., 0::2], x[..., 1::2]
+    partner = torch.stack((-b, a), dim=-1).flatten(-2)
+    return (x * emb.cos() + partner * emb.sin()).to(x.dtype)
+
+
+def cache_of_4096(x, positions):
+    """A cos/sin cache of 4096 positions, indexed without a bound check."""
+    angles = torch.arange(4096).float()[:, None] * inv_freq(x.shape[-1])[None, :]
+    cos, sin = torch.cos(angles)[positions], torch.sin(angles)[positions]
+    z = torch.complex(cos, sin)
+    x_ = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(x_ * z).flatten(-2).type_as(x)
+
+
+def exponent_over_d_minus_2(x, positions):
+    d = x.shape[-1]
+    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / (d - 2))
+    return with_theta(lambda _: theta)(x, positions)
+
+
 def negative_sin(x, positions):
     """rotate_half returning (x2, -x1): rotation by -m theta."""
     freqs = positions.float()[:, None] * inv_freq(x.shape[-1])[None, :]
@@ -351,6 +382,7 @@ class QKReturnsQ(QKRotary):
 # (rotate, checker kwargs, mistake, words the message must contain)
 PLANTED = [
     (raises, {}, "exception", ["RuntimeError"]),
+    (cache_of_4096, {}, "exception", ["IndexError", "positions 10000..10001", "up to 10001"]),
     (as_numpy, {}, "wrong_type", ["ndarray"]),
     (QKReturnsQ(16), {"convention": "qk"}, "wrong_type", ["(q_rotated, k_rotated)"]),
     (halves_only, {}, "shape", ["(2, 2, 8, 8)"]),
@@ -360,6 +392,18 @@ PLANTED = [
     (QKRotatesQOnly(16), {"convention": "qk"}, "not_rotated", ["input unchanged"]),
     (hf_half, {}, "layout", ['"half" layout', '"interleaved" layout was asked']),
     (meta_on_half_layout, {"layout": "half"}, "layout", ['"interleaved" layout (pairs']),
+    (
+        half_pairs_interleaved_frequencies,
+        {"layout": "half"},
+        "layout",
+        ["paired in the 'half' layout", "freqs.repeat_interleave(2, dim=-1)"],
+    ),
+    (
+        interleaved_pairs_half_frequencies,
+        {},
+        "layout",
+        ["paired in the 'interleaved' layout", "torch.cat((freqs, freqs), dim=-1))"],
+    ),
     (negative_sin, {"layout": "half"}, "sign", ["-m * theta_i"]),
     (from_zero, {}, "offset", ["positions 0 instead of 8", "ignored"]),
     (IgnoresOffset(16), {"layout": "half", "convention": "offset"}, "offset", ["ignored"]),
@@ -377,6 +421,7 @@ PLANTED = [
     (yarn_without_attention_factor, {"scaling": YARN}, "scaling", ["attention factor 1.20794"]),
     (base_500, {}, "base", ["base 500, not 10000"]),
     (exponent_without_2, {}, "base", ["base 100, not 10000", "sqrt(base)"]),
+    (exponent_over_d_minus_2, {}, "base", ["base 37276", "head_dim - 2"]),
     (default_base_for_llama, {"base": 500000.0}, "base", ["base 10000, not 500000"]),
     (
         angles_in_x_dtype,

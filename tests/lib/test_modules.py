@@ -42,7 +42,7 @@ class ArticlePositionalEncoding(nn.Module):
 
 
 def table64(num_positions: int, d_model: int, start: int = 0) -> torch.Tensor:
-    return sinusoidal_table(num_positions, d_model, start=start, dtype=torch.float64)
+    return sinusoidal_table(num_positions, d_model, offset=start, dtype=torch.float64)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)

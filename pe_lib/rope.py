@@ -182,8 +182,13 @@ def _rotate_differentiable(
         half = x.shape[-1] // 2
         x1, x2 = x[..., :half], x[..., half:]
         return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
-    even, odd = x[..., 0::2], x[..., 1::2]  # (..., seq_len, d/2) each
-    return torch.stack((even * cos - odd * sin, odd * cos + even * sin), dim=-1).flatten(-2)
+    if torch.compiler.is_compiling() or is_tracing():
+        even, odd = x[..., 0::2], x[..., 1::2]  # (..., seq_len, d/2) each
+        return torch.stack((even * cos - odd * sin, odd * cos + even * sin), dim=-1).flatten(-2)
+    # Pairs as complex numbers times e^{i angle}: the same values, and the same gradients as
+    # earlier versions of pe_lib (the chapters' trained models depend on their last bits).
+    pairs = _as_pairs(x) if _pairs_viewable(x) else _as_pairs(x).contiguous()
+    return torch.view_as_real(torch.view_as_complex(pairs) * torch.complex(cos, sin)).flatten(-2)
 
 
 def _for_each_block(

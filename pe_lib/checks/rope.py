@@ -532,6 +532,25 @@ class _Result:
     def tolerance(self, base: float | None = None) -> Tolerance:
         return Tolerance(self.value_eps, EPS32, self.spec.ulps(base))
 
+    def within(
+        self,
+        candidate: torch.Tensor,
+        layout: str,
+        angles: torch.Tensor,
+        factor: float,
+        tolerance: Tolerance,
+    ) -> bool:
+        """Whether every pair of ``layout`` is within ``tolerance`` of ``candidate``'s.
+
+        ``angles`` ``(seq_len, d/2)`` are the angles of those pairs, for the bound.
+        """
+        xa, xb = _pairs(self.x64, layout)
+        ya, yb = _pairs(self.y64, layout)
+        ca, cb = _pairs(candidate, layout)
+        error = torch.maximum((ya - ca).abs(), (yb - cb).abs())
+        bound = torch.sqrt(xa * xa + xb * xb) * abs(factor) * tolerance(angles) + 1e-300
+        return bool((error <= bound).all())
+
     def matches(
         self,
         angles: torch.Tensor,
@@ -540,9 +559,9 @@ class _Result:
         tolerance: Tolerance | None = None,
     ) -> bool:
         """Whether the result is the rotation by ``angles`` (and ``factor``) in ``layout``."""
-        candidate = _rotation(self.x64, angles, factor, layout or self.spec.layout)
-        bound = self.allowed(angles, factor, tolerance or self.tolerance())
-        return bool((self.error(candidate) <= bound).all())
+        layout = layout or self.spec.layout
+        candidate = _rotation(self.x64, angles, factor, layout)
+        return self.within(candidate, layout, angles, factor, tolerance or self.tolerance())
 
     def matches_mixed(self, angles: torch.Tensor, factor: float) -> bool:
         """Whether the result pairs channels in its layout with cos and sin of the other."""
@@ -552,10 +571,9 @@ class _Result:
         a, b = _pairs(self.x64, layout)
         partner = _unpairs(-b, a, layout)  # rotate_half in this layout
         candidate = factor * (self.x64 * torch.cos(per_channel) + partner * torch.sin(per_channel))
-        ya, yb = _pairs(self.y64, layout)
-        ca, cb = _pairs(candidate, layout)
-        error = torch.maximum((ya - ca).abs(), (yb - cb).abs())
-        return bool((error <= self.allowed(angles, factor, self.tolerance())).all())
+        angle_a, angle_b = _pairs(per_channel, layout)
+        pair_angles = torch.maximum(angle_a.abs(), angle_b.abs())
+        return self.within(candidate, layout, pair_angles, factor, self.tolerance())
 
     def measured(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The angle each pair was turned by, in (-pi, pi], and its length ratio, (..., seq_len, d/2)."""
@@ -694,7 +712,7 @@ def _fitted_frequencies(result: _Result) -> torch.Tensor | None:
     turned, _ = result.measured()
     angle = turned.flatten(0, -3).median(dim=0).values  # (seq_len, d/2), median over batch, heads
     theta = angle[1]
-    if not bool(((theta > 0.0) & (theta < math.pi)).all()):
+    if not 0.0 < float(theta[0]) < math.pi:
         return None
     for m in range(2, len(positions)):
         turns = torch.round((m * theta - angle[m]) / (2 * math.pi))
@@ -708,13 +726,18 @@ def _base_mistake(result: _Result, where: str) -> CheckFailed | None:
     if spec.rope_type != "default" or spec.head_dim < 4:
         return None
     theta = _fitted_frequencies(result)
-    if theta is None or not bool((theta[1:] < 1.0).all()):
+    if theta is None:
         return None
-    # ln theta_i = -(2i / d) ln base: each pair i >= 1 estimates ln base; an angle measured with
-    # absolute error e gives ln base with error (d / 2i) e / theta_i, hence the weights.
+    # ln theta_i = -(2i / d) ln base: each pair i >= 1 with 0 < theta_i < 1 estimates ln base; an
+    # angle measured with absolute error e gives ln base with error (d / 2i) e / theta_i, hence
+    # the weights.
     index = torch.arange(1, len(theta), dtype=torch.float64)
-    estimates = -spec.head_dim / (2 * index) * torch.log(theta[1:])
-    weights = (2 * index / spec.head_dim * theta[1:]) ** 2
+    usable = (theta[1:] > 0.0) & (theta[1:] < 1.0)
+    if not bool(usable.any()):
+        return None
+    index, slow = index[usable], theta[1:][usable]
+    estimates = -spec.head_dim / (2 * index) * torch.log(slow)
+    weights = (2 * index / spec.head_dim * slow) ** 2
     fitted = math.exp(float((weights * estimates).sum() / weights.sum()))
     positions = result.positions.double()[:, None]
     for digits in _FITTED_DIGITS:

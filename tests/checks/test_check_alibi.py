@@ -348,6 +348,44 @@ def test_planted_bias_mistake_is_named(bias, kwargs, mistake, words) -> None:
         assert word in message, message
 
 
+def in_dtype(function, dtype):
+    """``function`` with its tensor, array or list of floats returned as a ``dtype`` tensor."""
+
+    def cast(*args):
+        out = function(*args)
+        if isinstance(out, np.ndarray):
+            out = torch.from_numpy(out)
+        if isinstance(out, list) and all(isinstance(v, float) for v in out):
+            out = torch.tensor(out)
+        return out.to(dtype) if isinstance(out, torch.Tensor) else out
+
+    return cast
+
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_correct_work_passes_in_each_dtype(dtype) -> None:
+    for slopes in CORRECT_SLOPES:
+        check_alibi_slopes(in_dtype(slopes, dtype))
+    for bias in CORRECT_BIAS:
+        if bias is not authors_form_minus_1e4:  # float16 values: exact only as float16
+            check_alibi_bias(in_dtype(bias, dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_planted_mistakes_are_named_in_each_dtype(dtype) -> None:
+    for slopes, mistake, _ in PLANTED_SLOPES:
+        with pytest.raises(CheckFailed) as info:
+            check_alibi_slopes(in_dtype(slopes, dtype))
+        assert info.value.mistake == mistake, (slopes.__name__, str(info.value))
+    for bias, kwargs, mistake, _ in PLANTED_BIAS:
+        with pytest.raises(CheckFailed) as info:
+            check_alibi_bias(in_dtype(bias, dtype), **kwargs)
+        assert info.value.mistake == mistake, (bias.__name__, str(info.value))
+
+
 def test_every_mistake_has_a_planted_case() -> None:
     assert {m for _, m, _ in PLANTED_SLOPES} == set(SLOPES_MISTAKES.codes)
     assert {m for _, _, m, _ in PLANTED_BIAS} == set(BIAS_MISTAKES.codes)

@@ -452,6 +452,23 @@ def test_planted_mistake_is_named(rotate, kwargs, mistake, words) -> None:
         assert word in message, message
 
 
+#: Planted cases whose mistake shows in every input dtype: not those about the dtype itself
+#: (half-precision angles are right for float32 input, numpy has no bfloat16).
+EVERY_DTYPE = [
+    case for case in PLANTED if case[2] not in ("precision", "dtype") and case[0] is not as_numpy
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    ("rotate", "kwargs", "mistake"),
+    [case[:3] for case in EVERY_DTYPE],
+    ids=[f"{m}-{getattr(r, '__name__', type(r).__name__)}" for r, _, m, _ in EVERY_DTYPE],
+)
+def test_planted_mistake_is_named_in_each_dtype(rotate, kwargs, mistake, dtype) -> None:
+    fails_with(mistake, rotate, **{**kwargs, "dtypes": (dtype,)})
+
+
 def test_every_mistake_has_a_planted_case() -> None:
     assert {mistake for _, _, mistake, _ in PLANTED} == set(ROPE_MISTAKES)
     assert check_rope.mistakes == ROPE_MISTAKES

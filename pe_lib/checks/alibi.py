@@ -471,7 +471,8 @@ def _check_bias(
         )
         if student.matches(scaled):
             wanted = alibi_slopes(n)
-            head = int((slopes - wanted).abs().argmax())
+            wrong = (slopes - wanted).abs() > 8.0 * student.eps * wanted
+            head = int(wrong.nonzero()[0]) if bool(wrong.any()) else 0  # the first wrong one
             raise _SLOPES.fail(
                 where,
                 head=head + 1,

@@ -345,7 +345,7 @@ def check_rope(
 
     Args:
         rotate: the student's function or module, called as ``convention`` says.
-        head_dim: size of the vectors it rotates, even (a module is checked at its own).
+        head_dim: size of the vectors passed to it, even; for a module, the module's own.
         base: the frequency base, > 1; ``None``: ``scaling["rope_theta"]`` if given, else 10000.
         layout: ``"interleaved"`` (pairs ``(2i, 2i+1)``) or ``"half"`` (pairs ``(i, i + d/2)``).
         scaling: ``None`` (plain RoPE) or a ``config.json`` ``rope_scaling`` mapping
@@ -396,7 +396,7 @@ check_rope.mistakes = MISTAKES.codes  # type: ignore[attr-defined]
 
 def _check_dtypes(dtypes: object) -> tuple[torch.dtype, ...]:
     allowed = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
-    if isinstance(dtypes, torch.dtype) or not isinstance(dtypes, Sequence):
+    if isinstance(dtypes, (torch.dtype, str, bytes)) or not isinstance(dtypes, Sequence):
         raise TypeError(
             f"dtypes must be a sequence of torch dtypes such as (torch.float32,), got "
             f"{dtypes!r} of type {type(dtypes).__name__}"

@@ -553,6 +553,8 @@ def test_every_convention_is_documented() -> None:
         ({"layout": "concat"}, ValueError, ["layout", "'interleaved', 'half'", "'concat'"]),
         ({"convention": "x"}, ValueError, ["convention", "'positions', 'offset', 'qk'", "'x'"]),
         ({"dtypes": torch.float32}, TypeError, ["dtypes", "sequence"]),
+        ({"dtypes": "float32"}, TypeError, ["dtypes", "sequence", "'float32'"]),
+        ({"dtypes": (torch.float8_e4m3fn,)}, ValueError, ["dtypes[0]", "float8_e4m3fn"]),
         ({"dtypes": ()}, ValueError, ["dtypes", "at least one"]),
         ({"dtypes": (torch.int64,)}, TypeError, ["dtypes[0]", "torch.int64"]),
         ({"dtypes": (torch.float32, "float64")}, TypeError, ["dtypes[1]", "'float64'"]),

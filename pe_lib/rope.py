@@ -126,7 +126,7 @@ def rope_angles(
     head_dim: int,
     *,
     base: float | None = None,
-    scaling: Mapping[str, Any] | None = None,
+    scaling: Mapping[str, Any] | ScalingConfig | None = None,
     seq_len: int | None = None,
 ) -> torch.Tensor:
     r"""The rotation angles :math:`m\,\theta_i` with :math:`\theta_i = \mathrm{base}^{-2i/d}`.
@@ -301,7 +301,7 @@ def apply_rope(
     *,
     base: float | None = None,
     layout: str = "interleaved",
-    scaling: Mapping[str, Any] | None = None,
+    scaling: Mapping[str, Any] | ScalingConfig | None = None,
     seq_len: int | None = None,
 ) -> torch.Tensor:
     r"""Rotates each channel pair of ``x`` at position ``m`` by :math:`m\,\theta_i` (RoFormer, eq. 34).
@@ -401,7 +401,7 @@ class RotaryEmbedding(nn.Module):
         *,
         base: float | None = None,
         layout: str = "interleaved",
-        scaling: Mapping[str, Any] | None = None,
+        scaling: Mapping[str, Any] | ScalingConfig | None = None,
         max_len: int = 2048,
     ) -> None:
         super().__init__()

@@ -291,13 +291,16 @@ def _check_key(key: str, value: object) -> object:
 _NAME_KEYS = ("rope_type", "type")
 
 
-def resolve_scaling(scaling: Mapping[str, Any] | None, base: float | None = None) -> ScalingConfig:
+def resolve_scaling(
+    scaling: Mapping[str, Any] | ScalingConfig | None, base: float | None = None
+) -> ScalingConfig:
     """Check a ``rope_scaling`` mapping (as in a ``config.json``) against ``base``.
 
     Args:
         scaling: ``None`` (plain RoPE) or a mapping with ``"rope_type"`` (or the older ``"type"``),
             an optional ``"rope_theta"`` and exactly the keys of that method (see the module
-            docstring); optional keys may be ``None`` (absent).
+            docstring); optional keys may be ``None`` (absent). A :class:`ScalingConfig`
+            (already checked) is returned as it is.
         base: the frequency base, > 1; ``None`` means ``scaling["rope_theta"]`` if present, else
             10000. If both are given they must be equal.
 
@@ -312,6 +315,13 @@ def resolve_scaling(scaling: Mapping[str, Any] | None, base: float | None = None
     """
     if base is not None:
         base = check_base(base)
+    if isinstance(scaling, ScalingConfig):  # already checked, e.g. RotaryEmbedding.scaling
+        if base is not None and base != scaling.base:
+            raise ValueError(
+                f"scaling holds the base {scaling.base!r}, which must agree with base, got "
+                f"base={base!r}"
+            )
+        return scaling
     if scaling is None:
         return ScalingConfig("default", DEFAULT_BASE if base is None else base, {})
     if not isinstance(scaling, Mapping):
@@ -393,7 +403,7 @@ def rope_frequencies(
     head_dim: int,
     *,
     base: float | None = None,
-    scaling: Mapping[str, Any] | None = None,
+    scaling: Mapping[str, Any] | ScalingConfig | None = None,
     seq_len: int | None = None,
 ) -> tuple[torch.Tensor, float]:
     r"""The inverse frequencies :math:`\theta'_i` of RoPE under a scaling, and its attention factor.

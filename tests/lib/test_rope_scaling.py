@@ -261,6 +261,17 @@ def test_rope_theta_is_the_base():
     assert resolve_scaling(None).base == 10000.0 and resolve_scaling(LLAMA31).base == 10000.0
 
 
+def test_a_checked_config_is_accepted_as_it_is():
+    rotary = RotaryEmbedding(128, scaling={**LLAMA31, "rope_theta": LLAMA31_THETA})
+    assert resolve_scaling(rotary.scaling) is rotary.scaling
+    q = torch.randn(5, 128)
+    torch.testing.assert_close(
+        apply_rope(q, scaling=rotary.scaling), rotary(q, q)[0], rtol=0, atol=0
+    )
+    with pytest.raises(ValueError, match=r"scaling holds the base 500000\.0.*base=10000\.0"):
+        rope_frequencies(128, base=10000.0, scaling=rotary.scaling)
+
+
 def test_plain_frequencies_are_ropes():
     theta, attention = rope_frequencies(64)
     torch.testing.assert_close(theta, rope_angles(torch.tensor([1]), 64)[0], rtol=0, atol=0)

@@ -13,6 +13,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pe_lib.alibi import alibi_bias, alibi_slopes
 from pe_lib.checks._core import CheckFailed
@@ -414,6 +416,55 @@ def test_every_variant_of_a_mistake_is_planted(which) -> None:
     for record in catalogue:
         fixed = record.what.split("{")[0]
         assert any(fixed in m and record.how.split("{")[0] in m for m in messages), record
+
+
+@given(order=st.permutations(range(8)))
+def test_any_other_order_of_the_slopes_is_named_order(order) -> None:
+    def slopes(n):
+        right = get_slopes(n)
+        return [right[i] for i in order] if n == 8 else right
+
+    if list(order) == sorted(order):
+        check_alibi_slopes(slopes)
+        return
+    with pytest.raises(CheckFailed) as info:
+        check_alibi_slopes(slopes)
+    assert info.value.mistake == "order", str(info.value)
+
+
+@given(
+    n=st.sampled_from([3, 5, 6, 7, 12, 20, 24, 40]),
+    head=st.integers(0, 39),
+    relative=st.floats(1e-6, 0.5),
+)
+def test_one_wrong_slope_for_a_non_power_of_two_is_named(n, head, relative) -> None:
+    head = head % n
+
+    def slopes(m):
+        right = get_slopes(m)
+        if m == n:
+            right[head] *= 1.0 + relative
+        return right
+
+    with pytest.raises(CheckFailed) as info:
+        check_alibi_slopes(slopes)
+    assert info.value.mistake == "non_power_of_two", str(info.value)
+
+
+@given(k=st.integers(1, 10), slope=st.sampled_from([0.0, -0.25, 2.0]))
+def test_a_bias_is_accepted_up_to_a_row_constant_only(k, slope) -> None:
+    """Adding c_i = k * i (a constant per row) passes; adding slope * j (per key) does not."""
+
+    def shifted(n, q_len, k_len):
+        rows = k * torch.arange(q_len, dtype=torch.float64)[None, :, None]
+        keys = slope * torch.arange(k_len, dtype=torch.float64)[None, None, :]
+        return penalty(n, q_len, k_len) + rows + keys
+
+    if slope == 0.0:
+        check_alibi_bias(shifted)
+        return
+    with pytest.raises(CheckFailed):
+        check_alibi_bias(shifted)
 
 
 def test_student_errors_are_chained() -> None:

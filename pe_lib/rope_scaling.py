@@ -21,7 +21,7 @@ blend between extrapolation (:math:`\theta_i` kept) and interpolation (:math:`\t
 With ``s = factor``:
 
 * ``"default"``: :math:`\theta'_i = \theta_i`.
-* ``"linear"``, position interpolation (Chen et al., 2023, arXiv:2306.15595, eq. 4):
+* ``"linear"``, position interpolation (Chen et al., 2023, arXiv:2306.15595):
   :math:`\theta'_i = \theta_i / s`, the same as rotating position ``m`` by the angle of ``m / s``.
 * ``"ntk"``, NTK-aware base change (bloc97, 2023, as Hugging Face writes it, the base change of
   its dynamic NTK with the ratio fixed at ``s``): :math:`b' = b\,s^{d/(d-2)}`, so the fastest
@@ -29,17 +29,19 @@ With ``s = factor``:
 * ``"dynamic"``, dynamic NTK (emozilla, 2023; Hugging Face's ``_compute_dynamic_ntk_parameters``):
   the NTK base change with :math:`\alpha = s\,\ell/L - (s - 1)`, :math:`\ell = \max(\texttt{seq\_len},
   L)`, so nothing changes up to ``L`` and the scaling grows with the current length.
-* ``"yarn"`` (Peng et al., 2023, arXiv:2309.00071, section 3.2 "NTK-by-parts" and eq. 22):
+* ``"yarn"`` (Peng et al., 2023, arXiv:2309.00071: "NTK-by-parts" interpolation and an attention
+  temperature):
   :math:`\theta'_i = (1 - \gamma_i)\,\theta_i/s + \gamma_i\,\theta_i`, where the extrapolation weight
   :math:`\gamma_i` is 1 for pairs that turn more than ``beta_fast`` times within ``L`` (kept), 0 for
   pairs that turn fewer than ``beta_slow`` times (interpolated by ``s``), and linear in the pair index
   in between, as in the paper's reference code (github.com/jquesnelle/yarn) and Hugging Face's
-  ``_compute_yarn_parameters`` (the paper's eq. 18 writes the ramp as linear in :math:`r`; the two
+  ``_compute_yarn_parameters`` (the paper writes the ramp as linear in :math:`r`; the two
   agree outside the ramp). With ``truncate`` (the default) the ramp's ends are rounded outwards to
   whole pair indices. The reference code also clamps the ends to ``[0, d - 1]``: that changes
   nothing when they lie in that range, as for every published config (it needs
   :math:`L \ge 2\pi\,\texttt{beta\_fast}`), and for a short ``L`` it would break the rule above
-  (keeping pair 0 when it turns fewer than ``beta_slow`` times), so it is not done here. The attention factor is :math:`\sqrt{1/t} = 0.1 \ln s + 1` (eq. 22), or
+  (keeping pair 0 when it turns fewer than ``beta_slow`` times), so it is not done here.
+  The attention factor is the paper's :math:`\sqrt{1/t} = 0.1 \ln s + 1`, or
   ``attention_factor`` if given, or DeepSeek-V2's
   :math:`(0.1\,\mathrm{mscale}\ln s + 1)/(0.1\,\mathrm{mscale\_all\_dim}\ln s + 1)` when ``mscale``
   or ``mscale_all_dim`` is given (defaults 1 and 0, as in DeepSeek's ``yarn_get_mscale``).
@@ -49,7 +51,7 @@ With ``s = factor``:
   \texttt{low\_freq\_factor}` are interpolated by ``s``, and in between
   :math:`\theta'_i = (1-\gamma_i)\,\theta_i/s + \gamma_i\,\theta_i` with
   :math:`\gamma_i = (r_i - \texttt{low\_freq\_factor})/(\texttt{high\_freq\_factor} -
-  \texttt{low\_freq\_factor})`: YaRN's eq. 18 ramp, linear in :math:`r`, with no attention factor.
+  \texttt{low\_freq\_factor})`: YaRN's ramp written linear in :math:`r`, with no attention factor.
 
 ``L`` is ``original_max_position_embeddings`` wherever a method uses it.
 """
@@ -190,7 +192,7 @@ def _yarn_pair_index(turns: float, head_dim: int, base: float, original: int) ->
 
 
 def _yarn_mscale(factor: float, mscale: float) -> float:
-    """0.1 * mscale * ln(factor) + 1 (YaRN's eq. 22 for mscale = 1), 1 for factor <= 1."""
+    """0.1 * mscale * ln(factor) + 1 (YaRN's sqrt(1/t) for mscale = 1), 1 for factor <= 1."""
     return 1.0 if factor <= 1.0 else 0.1 * mscale * math.log(factor) + 1.0
 
 

@@ -3,12 +3,12 @@
 The references below are written here, in numpy and plain Python, from the primary sources, and
 share no code with pe_lib:
 
-* position interpolation: Chen et al. (2023), arXiv:2306.15595, eq. 4, f'(x, m) = f(x, m L / L');
+* position interpolation: Chen et al. (2023), arXiv:2306.15595, f'(x, m) = f(x, m L / L');
 * NTK-aware base change: bloc97 (2023), as Hugging Face writes it (the base change of its
   dynamic NTK with the ratio fixed at factor): base' = base * factor ** (d / (d - 2));
 * dynamic NTK: Hugging Face's ``_compute_dynamic_ntk_parameters``:
   base' = base * (factor * l / L - (factor - 1)) ** (d / (d - 2)), l = max(seq_len, L);
-* YaRN: Peng et al. (2023), arXiv:2309.00071, section 3.2 and eq. 22, with the ramp of its
+* YaRN: Peng et al. (2023), arXiv:2309.00071, NTK-by-parts and sqrt(1/t) = 0.1 ln s + 1, with the ramp of its
   reference code (``find_correction_range`` / ``linear_ramp_mask`` in jquesnelle/yarn) and
   DeepSeek-V2's ``yarn_get_mscale`` for ``mscale`` / ``mscale_all_dim``;
 * Llama 3.1: Meta's ``apply_scaling`` (meta-llama/llama-models), a loop over the frequencies.
@@ -72,7 +72,7 @@ def ref_theta(head_dim: int, base: float) -> np.ndarray:
 
 
 def ref_linear(head_dim, base, scaling, seq_len=None):
-    """PI (Chen et al., eq. 4): position m is read as m / factor, i.e. theta_i / factor."""
+    """PI (Chen et al.): position m is read as m / factor, i.e. theta_i / factor."""
     return ref_theta(head_dim, base) / scaling["factor"], 1.0
 
 
@@ -245,7 +245,7 @@ def test_yarn_configs(scaling, head_dim, base, attention):
     expected, expected_attention = ref_yarn(head_dim, base, scaling)
     np.testing.assert_allclose(as_numpy(theta), expected, rtol=1e-14, atol=0)
     assert got_attention == pytest.approx(expected_attention, rel=1e-15)
-    if attention is not None:  # the paper's sqrt(1/t) = 0.1 ln s + 1 (eq. 22), or as configured
+    if attention is not None:  # the paper's sqrt(1/t) = 0.1 ln s + 1, or as configured
         assert got_attention == pytest.approx(attention, rel=1e-15)
     else:
         assert got_attention == pytest.approx(0.1 * 0.707 * math.log(40) + 1, rel=1e-15)
@@ -449,7 +449,7 @@ def test_scaled_rotation_against_the_complex_formula(layout, rope_type):
 
 
 def test_yarn_attention_factor_multiplies_logits_by_one_over_t():
-    """Peng et al., eq. 22: scaling q and k by sqrt(1/t) multiplies q.k by 1/t = (0.1 ln s + 1)**2."""
+    """Peng et al.: scaling q and k by sqrt(1/t) multiplies q.k by 1/t = (0.1 ln s + 1)**2."""
     scaling = {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 128}
     generator = torch.Generator().manual_seed(2)
     q, k = torch.randn(2, 50, 32, dtype=torch.float64, generator=generator)

@@ -13,7 +13,8 @@ share no code with pe_lib:
   DeepSeek-V2's ``yarn_get_mscale`` for ``mscale`` / ``mscale_all_dim``;
 * Llama 3.1: Meta's ``apply_scaling`` (meta-llama/llama-models), a loop over the frequencies.
 
-Inputs are config.json ``rope_scaling`` entries as published with the models named.
+Inputs are config.json ``rope_scaling`` entries of published models (Llama 3.1 8B, Qwen2.5,
+DeepSeek-V3) and one in the style of gpt-oss's.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ DEEPSEEK_V3_YARN = {
     "original_max_position_embeddings": 4096,
     "type": "yarn",
 }
-#: gpt-oss (rope_theta 150000, head_dim 64): YaRN without rounding the ramp's ends.
+#: A YaRN entry that keeps the ramp's ends unrounded (truncate false), in the style of gpt-oss's
+#: (rope_theta 150000, head_dim 64).
 GPT_OSS_YARN = {
     "beta_fast": 32.0,
     "beta_slow": 1.0,

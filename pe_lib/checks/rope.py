@@ -44,7 +44,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_floating_dtype, check_head_dim, check_layout
+from .._validation import (
+    check_choice,
+    check_floating_dtype,
+    check_head_dim,
+    check_layout,
+    check_positive_int,
+)
 from ..rope_scaling import resolve_scaling, rope_frequencies
 from ._core import (
     EPS32,
@@ -74,8 +80,9 @@ _EXCEPTION = MISTAKES.declare(
     "{call} raised {error_type}: {error}.",
     "fix that error first (the traceback above this one shows where it happened). The checker "
     "passes x of shape (batch, heads, seq_len, head_dim) in each dtype it checks (float64, "
-    "float32 and bfloat16 unless told otherwise), at positions from 0 up to 10001, one "
-    "decoding step at a time too (seq_len 1).",
+    "float32 and bfloat16 unless told otherwise), at positions from 0 up to 10001 (up to "
+    "max_len - 1 if you pass max_len=, the size of your cache), one decoding step at a time "
+    "too (seq_len 1).",
 )
 _IN_PLACE = MISTAKES.declare(
     "in_place",
@@ -282,6 +289,7 @@ CONVENTIONS: dict[str, Convention] = {
 
 #: ``(offset, seq_len)`` of each call: a prefill from 0, then decoding steps and chunks.
 _PROBES = ((0, 8), (8, 1), (100, 4), (1000, 3), (10_000, 2))
+_MIN_LEN = 9
 _BATCH, _HEADS = 2, 2
 _DTYPES = (torch.float64, torch.float32, torch.bfloat16)
 #: Extra rounding steps in the angle when a scaling changes the frequencies (a division, a blend).
@@ -298,13 +306,15 @@ def check_rope(
     scaling: Mapping[str, Any] | None = None,
     convention: str = "positions",
     dtypes: Sequence[torch.dtype] = _DTYPES,
+    max_len: int | None = None,
 ) -> None:
     r"""Check a RoPE rotation (a function or an ``nn.Module``) against RoFormer's eq. 34.
 
     The checker calls ``rotate`` on random queries and keys ``x`` of shape
     ``(2, 2, seq_len, head_dim)`` = ``(batch, heads, seq_len, head_dim)``, at the positions
     ``offset .. offset + seq_len - 1`` of a prefill (offset 0, seq_len 8) and of later decoding
-    steps and chunks (offsets 8, 100, 1000 and 10000), in each of ``dtypes``. The result must
+    steps and chunks (offsets 8, 100, 1000 and 10000; with ``max_len``, those below it and a
+    last chunk at ``max_len - 2, max_len - 1``, the boundary of a cache), in each of ``dtypes``. The result must
     be the rotation of pair ``i`` at position ``m`` by :math:`m\,\theta_i`,
     :math:`\theta_i = \mathrm{base}^{-2i/d}`, within the tolerance of the module docstring, with
     the shape and dtype of ``x``, and ``x`` left unchanged.
@@ -354,6 +364,8 @@ def check_rope(
         convention: ``"positions"``, ``"offset"`` or ``"qk"`` (see above).
         dtypes: the input dtypes to check, each float64, float32, bfloat16 or float16; default
             all but float16.
+        max_len: ``None`` (positions up to 10001 are probed) or the number of positions the code
+            supports, at least 9 (a cache of cos and sin for positions ``0 .. max_len - 1``).
 
     Returns:
         ``None`` when every result is right.
@@ -361,7 +373,7 @@ def check_rope(
     Raises:
         TypeError: ``rotate`` is not callable, or an argument has the wrong type.
         ValueError: an argument is out of range (odd ``head_dim``, ``base <= 1``, an unknown
-            layout, convention or ``scaling`` key, an empty ``dtypes``).
+            layout, convention or ``scaling`` key, an empty ``dtypes``, ``max_len < 9``).
         CheckFailed: a result is wrong; ``.mistake`` says how (see above).
     """
     if not callable(rotate):
@@ -375,6 +387,7 @@ def check_rope(
     layout = check_layout(layout, ("interleaved", "half"))
     convention = check_choice("convention", convention, tuple(CONVENTIONS))
     checked_dtypes = _check_dtypes(dtypes)
+    probes = _probes(max_len)
     rope_frequencies(head_dim, base=config.base, scaling=scaling, seq_len=1)  # head_dim vs method
 
     spec = _Spec(head_dim, config.base, layout, scaling, config.rope_type)
@@ -382,7 +395,7 @@ def check_rope(
     with _probing(rotate) as module_for:
         for dtype in checked_dtypes:
             student = module_for(dtype)
-            for offset, seq_len in _PROBES:
+            for offset, seq_len in probes:
                 shape = (_BATCH, _HEADS, seq_len, head_dim)
                 xs = [
                     torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
@@ -392,6 +405,20 @@ def check_rope(
 
 
 check_rope.mistakes = MISTAKES.codes  # type: ignore[attr-defined]
+
+
+def _probes(max_len: object) -> tuple[tuple[int, int], ...]:
+    """``_PROBES`` below ``max_len``, then the last two positions; all of them for ``None``."""
+    if max_len is None:
+        return _PROBES
+    max_len = check_positive_int("max_len", max_len)
+    if max_len < _MIN_LEN:
+        raise ValueError(
+            f"max_len must be at least {_MIN_LEN} (a prefill of positions 0..7 and a decoding "
+            f"step at 8 are probed), got {max_len}"
+        )
+    inside = tuple((o, n) for o, n in _PROBES if o + n <= max_len - 2)
+    return (*inside, (max_len - 2, 2))
 
 
 def _check_dtypes(dtypes: object) -> tuple[torch.dtype, ...]:

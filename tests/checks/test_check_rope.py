@@ -518,6 +518,12 @@ def test_a_negated_angle_is_a_sign_mistake_at_any_base(base, head_dim, layout) -
     fails_with("sign", rotate, base=base, head_dim=head_dim, layout=layout)
 
 
+def test_a_cache_is_probed_up_to_its_last_position() -> None:
+    check_rope(cache_of_4096, max_len=4096)
+    message = str(fails_with("exception", cache_of_4096, max_len=4097))
+    assert "positions 4095..4096" in message, message
+
+
 def test_student_errors_are_chained() -> None:
     error = fails_with("exception", raises)
     assert isinstance(error.__cause__, RuntimeError)
@@ -554,6 +560,8 @@ def test_every_convention_is_documented() -> None:
         ({"convention": "x"}, ValueError, ["convention", "'positions', 'offset', 'qk'", "'x'"]),
         ({"dtypes": torch.float32}, TypeError, ["dtypes", "sequence"]),
         ({"dtypes": "float32"}, TypeError, ["dtypes", "sequence", "'float32'"]),
+        ({"max_len": 8}, ValueError, ["max_len", "at least 9", "8"]),
+        ({"max_len": 4096.0}, TypeError, ["max_len", "4096.0"]),
         ({"dtypes": (torch.float8_e4m3fn,)}, ValueError, ["dtypes[0]", "float8_e4m3fn"]),
         ({"dtypes": ()}, ValueError, ["dtypes", "at least one"]),
         ({"dtypes": (torch.int64,)}, TypeError, ["dtypes[0]", "torch.int64"]),

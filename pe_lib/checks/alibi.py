@@ -112,7 +112,7 @@ _NEXT_POWER = SLOPES_MISTAKES.declare(
 _ODD_SLOPES = SLOPES_MISTAKES.declare(
     "non_power_of_two",
     "slopes({n}) takes slopes({upper})[1::2] for the extra heads: every other slope starting "
-    "with the second, which repeats the first {lower} slopes.",
+    "with the second, which repeats the slopes of {heads}.",
     "take slopes(2 * n0)[0::2], the ones in between: " + _SLOPES_RULE,
 )
 _NON_POWER = SLOPES_MISTAKES.declare(
@@ -228,7 +228,8 @@ def _check_slopes(values: torch.Tensor, eps: float, n: int) -> None:
     if equals(alibi_slopes(upper)[:n]):
         raise _NEXT_POWER.fail(n=n, upper=upper)
     if equals(torch.cat((alibi_slopes(lower), alibi_slopes(upper)[1::2][: n - lower]))):
-        raise _ODD_SLOPES.fail(n=n, upper=upper, lower=n - lower)
+        heads = "head 1" if n - lower == 1 else f"heads {_span(1, n - lower)}"
+        raise _ODD_SLOPES.fail(n=n, upper=upper, heads=heads)
     raise _NON_POWER.fail(n=n, found=_show(values), wanted=_show(wanted))
 
 

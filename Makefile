@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-from-requirements
 CHAPTERS := $(sort $(wildcard book/[0-9]*.ipynb))
+# Every module of the library, in subpackages too (pe_lib/checks/...).
+LIBRARY := $(shell find pe_lib -name '*.py' -not -path '*/__pycache__/*')
 
 # jupyter-book's strict mode: warnings are errors, missing references are warnings.
 BOOK_FLAGS := -W -n --keep-going
@@ -19,7 +21,13 @@ HANGUL_FONT := book/_static/fonts/noto-sans-kr.css
 # Vega, Vega-Lite and vega-embed, which draw the explorable figures, fetched the same way.
 VEGA := book/_static/vega/vega-embed.min.js
 
-.PHONY: book test lint unit nbval nbval-generic binder-test html-test execute bench clean
+.DEFAULT_GOAL := help
+.PHONY: help book test lint unit nbval nbval-generic binder-test html-test execute bench clean
+
+## help: list the commands with what each does (this text).
+help:
+	@echo "make <command>, where <command> is one of:"
+	@awk '/^## / { sub(/^## /, ""); print (/^[a-z-]+:/ ? "  " : "      ") $$0 }' $(MAKEFILE_LIST)
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +35,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
-$(CACHE_STAMP): $(wildcard pe_lib/*.py) requirements.txt
+$(CACHE_STAMP): $(LIBRARY) requirements.txt
 	rm -rf .jupyter_cache _build/.doctrees
 	mkdir -p .jupyter_cache
 	touch $@
@@ -40,13 +48,17 @@ book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 ## strict build, browser test of every page.
 test: lint unit nbval nbval-generic binder-test book html-test
 
+## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check pe_lib tests benchmarks tools
+	$(BIN)/mypy --strict pe_lib
 
+## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser.
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels"
 
+## nbval: every chapter re-executed and its stored outputs compared.
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --durations=0 $(CHAPTERS)
@@ -56,14 +68,14 @@ nbval: $(STAMP)
 nbval-generic: $(STAMP)
 	env $$($(BIN)/python tools/generic_kernels.py) PE_BOOK_GENERIC_KERNELS=1 \
 		$(BIN)/python -m pytest --nbval --nbval-current-env \
-		--nbval-sanitize-with book/sanitize.cfg $(CHAPTERS) tests/test_cpu_kernels.py
+		--nbval-sanitize-with book/sanitize.cfg $(CHAPTERS) tests/book/test_cpu_kernels.py
 
 ## binder-test: a fresh venv from binder/requirements.txt runs every chapter from book/.
 binder-test: $(STAMP)
 	$(BIN)/python -m pytest tests -m binder
 
-## html-test: every page of _build/html in headless Chromium, offline (run `make book` first).
-html-test: $(STAMP)
+## html-test: every page of the built book in headless Chromium, offline (builds it first).
+html-test: $(STAMP) book
 	$(BIN)/python -m pytest tests -m html
 
 ## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
@@ -83,5 +95,6 @@ $(HANGUL_FONT): tools/fetch_hangul_font.py tools/npm_tarball.py
 $(VEGA): tools/fetch_vega.py tools/npm_tarball.py
 	$(PYTHON) tools/fetch_vega.py
 
+## clean: remove the built book, the execution cache and every file the fetch tools wrote.
 clean:
 	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts book/_static/vega

@@ -67,7 +67,7 @@ def main() -> None:
         reference = reference_block(first, stop)
         blocks = {name: table[first:stop].double().numpy() for name, table in tables.items()}
         blocks["pe_lib float64"] = sinusoidal_table(
-            stop - first, D_MODEL, start=first, dtype=torch.float64
+            stop - first, D_MODEL, offset=first, dtype=torch.float64
         ).numpy()
         for name, block in blocks.items():
             row_errors[name][first:stop] = np.abs(block - reference).max(axis=1)

@@ -10,19 +10,42 @@ from __future__ import annotations
 import math
 import numbers
 import reprlib
+import warnings
+from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 __all__ = [
+    "LAYOUT_ALIASES",
+    "LAYOUTS",
+    "MAX_EXACT_INT",
     "check_base",
+    "check_choice",
+    "check_device",
     "check_dropout",
     "check_features",
     "check_floating_dtype",
+    "check_indices",
     "check_int",
     "check_layout",
-    "check_positive_int",
     "check_nonnegative_int",
+    "check_positive_int",
+    "check_position_span",
+    "check_shift",
+    "check_table_size",
+    "is_tracing",
+    "renamed_keyword",
+    "static_size",
 ]
+
+#: The largest integer ``n`` such that every integer in ``[0, n]`` is exact in float64
+#: (IEEE 754 binary64 has a 53-bit significand). Positions, shifts and sizes are bounded by it,
+#: because angles are formed as ``position * omega`` in float64: beyond it, neighbouring
+#: positions round to the same float and their rows silently coincide.
+MAX_EXACT_INT = 2**53 - 1
+
+_BOUND = "2**53 - 1 (float64 represents integers exactly only up to 2**53)"
 
 
 def check_int(name: str, value: object) -> int:
@@ -32,20 +55,72 @@ def check_int(name: str, value: object) -> int:
     return int(value)
 
 
+def check_int_in_range(name: str, value: object, low: int, high: int) -> int:
+    """Return ``value`` as an ``int`` in ``[low, high]`` (both included)."""
+    value = check_int(name, value)
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be an int in [{low}, {high}], got {value}")
+    return value
+
+
 def check_positive_int(name: str, value: object) -> int:
-    """An ``int`` >= 1 (sizes: ``d_model``, ``max_len``, ``num_positions``, ...)."""
+    """An ``int`` in ``[1, 2**53 - 1]`` (sizes: ``d_model``, ``max_len``, ``num_positions``, ...)."""
     value = check_int(name, value)
     if value < 1:
         raise ValueError(f"{name} must be a positive int (>= 1), got {value}")
+    if value > MAX_EXACT_INT:
+        raise ValueError(f"{name} must be a positive int at most {_BOUND}, got {value}")
     return value
 
 
 def check_nonnegative_int(name: str, value: object) -> int:
-    """An ``int`` >= 0 (first positions: ``start``, ``offset``)."""
+    """An ``int`` in ``[0, 2**53 - 1]`` (first positions: ``offset``)."""
     value = check_int(name, value)
     if value < 0:
         raise ValueError(f"{name} must be a non-negative int (>= 0), got {value}")
+    if value > MAX_EXACT_INT:
+        raise ValueError(f"{name} must be a non-negative int at most {_BOUND}, got {value}")
     return value
+
+
+def check_shift(name: str, value: object) -> int:
+    """An ``int`` in ``[-(2**53 - 1), 2**53 - 1]`` (a relative shift ``k``)."""
+    value = check_int(name, value)
+    if abs(value) > MAX_EXACT_INT:
+        raise ValueError(f"{name} must be an int of absolute value at most {_BOUND}, got {value}")
+    return value
+
+
+def check_position_span(offset_name: str, offset: int, count_name: str, count: int) -> None:
+    """The last position ``offset + count - 1`` of a window is at most ``2**53 - 1``.
+
+    ``offset`` and ``count`` are already checked ints; the names are the caller's arguments.
+    """
+    last = offset + count - 1
+    if last > MAX_EXACT_INT:
+        raise ValueError(
+            f"{offset_name} + {count_name} - 1 (the last position) must be at most {_BOUND}, "
+            f"got {offset_name}={offset} and {count_name}={count} (last position {last})"
+        )
+
+
+def renamed_keyword(
+    new_name: str, new_value: object, old_name: str, old_value: object, default: object
+) -> tuple[str, object]:
+    """Resolve a keyword that was renamed (``start`` -> ``offset``): ``(name used, value)``.
+
+    The old name keeps working as an alias; passing both raises ``TypeError``. The name
+    returned is the one the caller used, so that error messages repeat it.
+    """
+    if old_value is not None:
+        if new_value is not None:
+            raise TypeError(
+                f"{new_name} and {old_name} are the same argument ({old_name} is the older name "
+                f"of {new_name}); pass only {new_name}, got {new_name}={new_value!r} and "
+                f"{old_name}={old_value!r}"
+            )
+        return old_name, old_value
+    return new_name, default if new_value is None else new_value
 
 
 def check_base(value: object, name: str = "base") -> float:
@@ -74,19 +149,69 @@ def check_dropout(value: object, name: str = "dropout") -> float:
     return value
 
 
-_LAYOUTS = ("interleaved", "concat")
+#: The two channel orders of sine/cosine (or rotation) pairs: ``"interleaved"``, pair ``i`` in
+#: channels ``(2i, 2i+1)``; ``"half"``, pair ``i`` in channels ``(i, i + ceil(d/2))``.
+LAYOUTS = ("interleaved", "half")
+#: Older names still accepted for a layout: tables called the split-halves order ``"concat"``.
+LAYOUT_ALIASES = {"concat": "half"}
 
 
-def check_layout(value: object, allowed: tuple[str, ...] = _LAYOUTS, name: str = "layout") -> str:
-    """One of the named channel layouts."""
+def check_choice(
+    name: str,
+    value: object,
+    allowed: tuple[str, ...],
+    aliases: dict[str, str] | None = None,
+) -> str:
+    """One of the strings ``allowed`` (or an alias of one, returned as the name it stands for)."""
+    aliases = aliases or {}
+    choices = ", ".join(map(repr, allowed))
     if not isinstance(value, str):
         raise TypeError(
-            f"{name} must be one of {', '.join(map(repr, allowed))}, "
-            f"got {value!r} of type {type(value).__name__}"
+            f"{name} must be one of {choices}, got {value!r} of type {type(value).__name__}"
         )
+    if value in aliases:
+        return aliases[value]
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        also = f" (or the older {', '.join(map(repr, aliases))})" if aliases else ""
+        raise ValueError(f"{name} must be one of {choices}{also}, got {value!r}")
     return value
+
+
+def check_layout(
+    value: object,
+    allowed: tuple[str, ...] = LAYOUTS,
+    name: str = "layout",
+    aliases: dict[str, str] | None = None,
+) -> str:
+    """One of the channel layouts ``allowed`` (:data:`LAYOUTS` unless given)."""
+    return check_choice(name, value, allowed, aliases)
+
+
+def check_indices(name: str, values: object, stop: int, *, distinct: bool = False) -> list[int]:
+    """A non-empty sequence of ints in ``[0, stop)`` (column or row indices); ``bool`` raises."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"{name} must be a sequence of ints (indices in [0, {stop})), "
+            f"got {reprlib.repr(values)} of type {type(values).__name__}"
+        )
+    indices = list(values)
+    if not indices:
+        raise ValueError(f"{name} must hold at least one index in [0, {stop}), got {values!r}")
+    not_ints = [i for i in indices if isinstance(i, bool) or not isinstance(i, numbers.Integral)]
+    if not_ints:
+        raise TypeError(
+            f"{name} must hold ints only (not bool or float), got {indices!r} with "
+            f"non-int entries {not_ints!r}"
+        )
+    indices = [int(i) for i in indices]
+    outside = [i for i in indices if not 0 <= i < stop]
+    if outside:
+        raise ValueError(
+            f"{name} must be indices in [0, {stop}), got {indices} (out of range: {outside})"
+        )
+    if distinct and len(set(indices)) != len(indices):
+        raise ValueError(f"{name} must not repeat an index, got {indices}")
+    return indices
 
 
 def check_floating_dtype(value: object, name: str = "dtype") -> torch.dtype:
@@ -104,8 +229,76 @@ def check_floating_dtype(value: object, name: str = "dtype") -> torch.dtype:
     return value
 
 
+def check_device(value: object, name: str = "device") -> torch.device | None:
+    """``None``, a ``torch.device`` or a device string such as ``"cpu"`` or ``"cuda:0"``."""
+    if value is None:
+        return None
+    if isinstance(value, torch.device):
+        return _check_available(value, name)
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{name} must be a torch.device, a str such as 'cpu', or None, "
+            f"got {reprlib.repr(value)} of type {type(value).__name__}"
+        )
+    try:
+        device = torch.device(value)
+    except RuntimeError:
+        raise ValueError(
+            f"{name} must name a device such as 'cpu' or 'cuda:0', got {value!r}"
+        ) from None
+    return _check_available(device, name)
+
+
+def _check_available(device: torch.device, name: str) -> torch.device:
+    """``device`` if a tensor can be placed on it (torch raises deep inside otherwise)."""
+    try:
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as error:
+        raise ValueError(
+            f"{name} must be a device available here, got {str(device)!r}: {error}"
+        ) from None
+    return device
+
+
+def check_table_size(num_rows: int, num_columns: int, rows_name: str, columns_name: str) -> None:
+    """A ``(num_rows, num_columns)`` tensor has at most ``2**63 - 1`` elements (torch's limit)."""
+    if num_rows * num_columns > 2**63 - 1:
+        raise ValueError(
+            f"{rows_name} * {columns_name} must be at most 2**63 - 1 elements (the most a torch "
+            f"tensor holds), got {rows_name}={num_rows} and {columns_name}={num_columns}"
+        )
+
+
+def is_tracing() -> bool:
+    """Whether ``torch.jit.trace`` is recording the current call."""
+    return bool(torch.jit.is_tracing())  # type: ignore[attr-defined, no-untyped-call]
+
+
+def static_size(x: torch.Tensor, dim: int) -> int:
+    """``x.shape[dim]`` as an ``int``, also while ``torch.jit.trace`` records a call (when the
+    size is a traced tensor, this reads its value for the example input, without a warning)."""
+    if is_tracing():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
+            return int(x.shape[dim])
+    return int(x.shape[dim])
+
+
 def check_features(x: object, d_model: int, name: str = "x", ndim: int = 3) -> torch.Tensor:
-    """A floating tensor of shape (batch, seq_len, d_model) (``ndim`` dimensions in all)."""
+    """A floating tensor of shape (batch, seq_len, d_model) (``ndim`` dimensions in all).
+
+    With ``ndim == 3`` the sequence must hold at least one position (``seq_len >= 1``). While
+    ``torch.jit.trace`` records a call, the sizes of ``x`` are traced values: they are checked
+    for the example input only (a trace holds no Python checks), without tracer warnings.
+    """
+    if is_tracing():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
+            return _check_features(x, d_model, name, ndim)
+    return _check_features(x, d_model, name, ndim)
+
+
+def _check_features(x: object, d_model: int, name: str, ndim: int) -> torch.Tensor:
     expected = "(batch, seq_len, d_model)" if ndim == 3 else f"{ndim} dimensions"
     if not isinstance(x, torch.Tensor):
         raise TypeError(
@@ -121,4 +314,134 @@ def check_features(x: object, d_model: int, name: str = "x", ndim: int = 3) -> t
         raise ValueError(
             f"{name} must have shape {expected} with d_model={d_model}, got shape {tuple(x.shape)}"
         )
+    if ndim == 3 and x.shape[1] == 0:
+        raise ValueError(
+            f"{name} must hold at least one position, shape (batch, seq_len, d_model) with "
+            f"seq_len >= 1, got shape {tuple(x.shape)}"
+        )
     return x
+
+
+# --- rotary embeddings (pe_lib.rope, pe_lib.rope_scaling) --------------------------------------
+
+
+def compute_dtype_for(device: torch.device) -> torch.dtype:
+    """The dtype angles and tables are formed in on ``device``: float64 wherever the device
+    supports it (Apple's MPS does not, and gets float32)."""
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
+def check_real(
+    name: str, value: object, *, at_least: float | None = None, above: float | None = None
+) -> float:
+    """A finite real number, optionally ``>= at_least`` or ``> above``; ``bool`` raises."""
+    bound = (
+        f" >= {at_least:g}"
+        if at_least is not None
+        else f" > {above:g}"
+        if above is not None
+        else ""
+    )
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name} must be a real number{bound}, got {value!r} of type {type(value).__name__}"
+        )
+    value = float(value)
+    if (
+        not math.isfinite(value)
+        or (at_least is not None and value < at_least)
+        or (above is not None and value <= above)
+    ):
+        raise ValueError(f"{name} must be a finite real number{bound}, got {value!r}")
+    return value
+
+
+def check_bool(name: str, value: object) -> bool:
+    """A ``bool`` (not an int standing for one)."""
+    if not isinstance(value, bool):
+        raise TypeError(
+            f"{name} must be True or False, got {value!r} of type {type(value).__name__}"
+        )
+    return value
+
+
+def check_head_dim(value: object, name: str = "head_dim") -> int:
+    """The size of the vectors RoPE rotates: a positive even int (channels turn in pairs)."""
+    value = check_positive_int(name, value)
+    if value % 2:
+        raise ValueError(
+            f"{name} must be even for RoPE (channels are rotated in pairs), got {value}"
+        )
+    return value
+
+
+def check_positions(positions: object, name: str = "positions") -> torch.Tensor:
+    """Rotation positions: an int64 (or float64, for fractional positions) tensor of shape
+    ``(..., seq_len)``, at least one dimension, entries finite, in ``[0, 2**53 - 1]``."""
+    if not isinstance(positions, torch.Tensor):
+        raise TypeError(
+            f"{name} must be an int64 torch.Tensor of positions, got {type(positions).__name__}"
+        )
+    if positions.dtype not in (torch.int64, torch.float64):
+        raise TypeError(
+            f"{name} must have dtype torch.int64 (integer positions; angles are formed in "
+            f"float64 from them) or torch.float64 (fractional positions), got {positions.dtype}"
+        )
+    if positions.dim() == 0:
+        raise ValueError(
+            f"{name} must have shape (..., seq_len) with at least one dimension, got a 0-d tensor"
+        )
+    if positions.numel():
+        if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
+            raise ValueError(f"{name} must be finite positions, got a NaN or infinite entry")
+        low, high = positions.min().item(), positions.max().item()
+        if low < 0:
+            raise ValueError(f"{name} must be non-negative positions, got a minimum of {low}")
+        if high > MAX_EXACT_INT:
+            raise ValueError(f"{name} must be at most {_BOUND}, got a maximum of {high}")
+    return positions
+
+
+def check_rotary_input(x: object, name: str = "x") -> torch.Tensor:
+    """Queries or keys to rotate: a floating tensor ``(..., seq_len, head_dim)``, ``head_dim`` even."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(
+            f"{name} must have a floating dtype (float16, bfloat16, float32, float64), got {x.dtype}"
+        )
+    if x.dim() < 2:
+        raise ValueError(
+            f"{name} must have shape (..., seq_len, head_dim) with at least 2 dimensions, "
+            f"got shape {tuple(x.shape)}"
+        )
+    if x.shape[-1] % 2:
+        raise ValueError(
+            f"{name} must have an even head_dim (last dimension) for RoPE, channels are rotated "
+            f"in pairs; got head_dim={x.shape[-1]} (shape {tuple(x.shape)})"
+        )
+    return x
+
+
+def check_positions_match(
+    x: torch.Tensor, positions: torch.Tensor, name: str = "positions"
+) -> None:
+    """``positions`` is ``(seq_len,)`` or ``x.shape[:-1]`` with leading sizes possibly 1."""
+    lead = tuple(x.shape[:-2])
+    seq_len = x.shape[-2]
+    shape = tuple(positions.shape)
+    shared = shape == (seq_len,)
+    per_vector = (
+        len(shape) == len(lead) + 1
+        and shape[-1] == seq_len
+        and all(p in (1, s) for p, s in zip(shape[:-1], lead, strict=True))
+    )
+    if not (shared or per_vector):
+        example = "(seq_len,)" if not lead else f"({seq_len},) or {(*lead, seq_len)}"
+        raise ValueError(
+            f"{name} must have shape {example} for x of shape {tuple(x.shape)} (leading "
+            f"sizes may be 1, e.g. (batch, 1, seq_len) for (batch, heads, seq_len, head_dim)), "
+            f"got shape {shape}"
+        )
+    if positions.device != x.device:
+        raise ValueError(f"{name} must be on the device of x ({x.device}), got {positions.device}")

@@ -18,7 +18,13 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import check_floating_dtype, check_positive_int
+from ._validation import (
+    check_bool,
+    check_device,
+    check_floating_dtype,
+    check_positive_int,
+    check_table_size,
+)
 
 __all__ = ["alibi_bias", "alibi_slopes"]
 
@@ -37,7 +43,8 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
     * Otherwise, with :math:`n_0` the largest power of two below ``num_heads``: the
       :math:`n_0` slopes for :math:`n_0` heads, followed by the first ``num_heads - n_0`` of
       the slopes for :math:`2 n_0` heads taken at odd indices :math:`h = 1, 3, 5, \dots`
-      (every other slope, starting with the steepest), as in the authors' code. The
+      (every other slope, starting with the steepest), as in the authors' code (``get_slopes``
+      in ofirpress/attention_with_linear_biases, ``fairseq/models/transformer.py``). The
       additional slopes interleave between the first ones instead of extending them.
 
     Args:
@@ -81,14 +88,16 @@ def alibi_bias(
       position), so a softmax over it never produces NaN.
     * ``causal=False`` (bidirectional attention): ``-s_h |p - j|`` everywhere.
 
-    The paper's reference code adds :math:`s_h \cdot j` instead, which differs from
+    The authors' code (the ``TransformerDecoder`` of ofirpress/attention_with_linear_biases,
+    ``fairseq/models/transformer.py``) adds :math:`s_h \cdot j` instead, which differs from
     :math:`-s_h (p - j)` by :math:`s_h p`, a constant along each row that the softmax ignores;
     here the bias is the distance penalty itself.
 
     Args:
         num_heads: number of heads, >= 1 (slopes from :func:`alibi_slopes`).
         q_len: number of queries, >= 1 and at most ``k_len``.
-        k_len: number of keys, >= 1.
+        k_len: number of keys, >= 1 and at most ``2**53 - 1`` (distances are formed in
+            float64, exact for integers up to that bound).
         causal: whether future keys are masked (``-inf``), see above.
         dtype: floating dtype of the result; computed in float64 and cast once.
         device: device of the result.
@@ -104,11 +113,10 @@ def alibi_bias(
             f"q_len must be at most k_len={k_len} (queries are the last q_len of the k_len "
             f"positions), got q_len={q_len}"
         )
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {causal!r} of type {type(causal).__name__}")
+    causal = check_bool("causal", causal)
     dtype = check_floating_dtype(dtype)
-    if device is not None and not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device must be a torch.device or str, got {type(device).__name__}")
+    device = check_device(device)
+    check_table_size(num_heads * q_len, k_len, "num_heads * q_len", "k_len")
 
     query_positions = torch.arange(k_len - q_len, k_len, dtype=torch.float64)  # (q_len,)
     key_positions = torch.arange(k_len, dtype=torch.float64)  # (k_len,)

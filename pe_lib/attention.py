@@ -6,33 +6,51 @@ r"""A minimal single-head scaled dot-product self-attention (Vaswani et al., 201
     \qquad Q = X W_q,\ K = X W_k,\ V = X W_v.
 
 Nothing in it depends on where a row of :math:`X` sits: permuting the rows of :math:`X`
-permutes the rows of the output in the same way (permutation equivariance).
+permutes the rows of the output in the same way (permutation equivariance). Encodings that act
+inside attention enter through :func:`scaled_dot_product_attention`: RoPE rotates ``q`` and
+``k`` before it is called, ALiBi passes its distance penalty as ``bias``
+(see :mod:`pe_lib.encodings`).
 """
 
 from __future__ import annotations
 
 import math
 import reprlib
+import warnings
 
 import torch
 from torch import nn
 
-from ._validation import check_features, check_positive_int
+from ._validation import check_features, check_positive_int, is_tracing, static_size
 
 __all__ = ["SelfAttention", "scaled_dot_product_attention"]
 
 
+def _broadcast_shapes(*shapes: torch.Size | tuple[int, ...]) -> tuple[int, ...]:
+    """``torch.broadcast_shapes``; raises ``RuntimeError`` when the shapes do not broadcast."""
+    return tuple(torch.broadcast_shapes(*shapes))  # type: ignore[no-untyped-call]
+
+
 def scaled_dot_product_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, mask: torch.Tensor | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    mask: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Returns ``(softmax(q k^T / sqrt(d_k)) v, weights)``.
+    r"""Returns ``(softmax(q k^T / sqrt(d_k) + bias) v, weights)``.
 
     Args:
         q: ``(..., q_len, d_k)``.
-        k: ``(..., k_len, d_k)``.
+        k: ``(..., k_len, d_k)``, ``k_len >= 1``.
         v: ``(..., k_len, d_v)``.
         mask: optional bool tensor broadcastable to ``(..., q_len, k_len)``; ``False``
             entries are excluded from the softmax. Every query must keep at least one key.
+        bias: optional floating tensor broadcastable to ``(..., q_len, k_len)``, added to the
+            scaled scores before the mask and the softmax (ALiBi's distance penalty, for
+            instance; ``-inf`` entries exclude a key as the mask does). It is cast to the
+            scores' dtype.
 
     The leading ``...`` dimensions of ``q``, ``k`` and ``v`` broadcast against each other,
     and all three share one floating dtype.
@@ -42,10 +60,39 @@ def scaled_dot_product_attention(
         rows sum to 1.
 
     Raises:
-        TypeError: a non-tensor or non-floating ``q``/``k``/``v``, mixed dtypes, a non-bool mask.
-        ValueError: mismatched shapes, a mask that does not broadcast to the scores, or a
-            mask row that is all ``False`` (its softmax would be NaN).
+        TypeError: a non-tensor or non-floating ``q``/``k``/``v``/``bias``, mixed dtypes, a
+            non-bool mask.
+        ValueError: mismatched shapes, no keys, a mask or bias that does not broadcast to the
+            scores, or a mask row that is all ``False`` (its softmax would be NaN).
+
+    The all-``False`` check reads the mask's values, so a ``torch.compile`` of a caller that
+    passes a mask breaks its graph there; without a mask it compiles in one graph. Under
+    ``torch.jit.trace`` every check runs on the example inputs only (a trace holds no Python
+    checks), without tracer warnings.
     """
+    if is_tracing():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
+            _check_attention_inputs(q, k, v, mask, bias)
+    else:
+        _check_attention_inputs(q, k, v, mask, bias)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(static_size(q, -1))  # (..., q_len, k_len)
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def _check_attention_inputs(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    bias: torch.Tensor | None,
+) -> None:
+    """The checks of :func:`scaled_dot_product_attention`, on arguments of any type."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point():
             raise TypeError(
@@ -60,23 +107,41 @@ def scaled_dot_product_attention(
         raise TypeError(
             f"q, k and v must share one floating dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}"
         )
-    if q.shape[-1] != k.shape[-1]:
+    q_shape, k_shape, v_shape = (tuple(int(s) for s in t.shape) for t in (q, k, v))
+    if q_shape[-1] != k_shape[-1]:
         raise ValueError(
-            f"q and k must share their last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}"
+            f"q and k must share their last dimension d_k, got q {q_shape} and k {k_shape}"
         )
-    if k.shape[-2] != v.shape[-2]:
+    if k_shape[-2] != v_shape[-2]:
+        raise ValueError(f"k and v must have the same length, got k {k_shape} and v {v_shape}")
+    if k_shape[-2] == 0:
         raise ValueError(
-            f"k and v must have the same length, got k {tuple(k.shape)} and v {tuple(v.shape)}"
+            f"k must hold at least one key (k_len >= 1; a softmax over no keys is undefined), "
+            f"got k {k_shape}"
         )
     try:
-        batch_shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        batch_shape = _broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
     except RuntimeError:
         raise ValueError(
             "the leading (batch) dimensions of q, k and v must broadcast, got q "
-            f"{tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)}"
+            f"{q_shape}, k {k_shape} and v {v_shape}"
         ) from None
-    scores_shape = (*batch_shape, q.shape[-2], k.shape[-2])  # (..., q_len, k_len)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_len, k_len)
+    scores_shape = (*batch_shape, q_shape[-2], k_shape[-2])  # (..., q_len, k_len)
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
+            raise TypeError(
+                "bias must be a floating torch.Tensor, got "
+                + (
+                    f"a tensor of dtype {bias.dtype}"
+                    if isinstance(bias, torch.Tensor)
+                    else f"{reprlib.repr(bias)} of type {type(bias).__name__}"
+                )
+            )
+        if not _fits(bias.shape, scores_shape):
+            raise ValueError(
+                f"bias must be broadcastable to the scores' shape (..., q_len, k_len) = "
+                f"{scores_shape}, got shape {tuple(bias.shape)}"
+            )
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             raise TypeError(
@@ -87,11 +152,7 @@ def scaled_dot_product_attention(
                     else f"{reprlib.repr(mask)} of type {type(mask).__name__}"
                 )
             )
-        try:
-            fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
-        except RuntimeError:
-            fits = False
-        if not fits:
+        if not _fits(mask.shape, scores_shape):
             raise ValueError(
                 f"mask must be broadcastable to the scores' shape (..., q_len, k_len) = "
                 f"{scores_shape}, got shape {tuple(mask.shape)}"
@@ -101,9 +162,14 @@ def scaled_dot_product_attention(
                 "mask must let every query attend to at least one key (a row of False has no "
                 f"softmax), got a mask of shape {tuple(mask.shape)} with an all-False row"
             )
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
+
+
+def _fits(shape: torch.Size | tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to ``target`` without growing it."""
+    try:
+        return _broadcast_shapes(shape, target) == target
+    except RuntimeError:
+        return False
 
 
 class SelfAttention(nn.Module):
@@ -116,7 +182,17 @@ class SelfAttention(nn.Module):
     Shapes:
         ``x``: ``(batch, seq_len, d_model)`` -> output ``(batch, seq_len, d_k)`` and
         weights ``(batch, seq_len, seq_len)``.
+
+    Compilation: ``torch.compile(fullgraph=True)`` compiles it in one graph when no mask is
+    passed (see :func:`scaled_dot_product_attention`); ``torch.jit.trace`` records a trace that
+    holds for every ``seq_len``.
     """
+
+    d_model: int
+    d_k: int
+    w_q: nn.Linear
+    w_k: nn.Linear
+    w_v: nn.Linear
 
     def __init__(self, d_model: int, d_k: int | None = None) -> None:
         super().__init__()
@@ -129,6 +205,12 @@ class SelfAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x``: ``(batch, seq_len, d_model)`` -> ``(output, weights)``, shapes as above.
+
+        Args:
+            x: input features, of the dtype of the module's weights.
+            mask: optional bool mask, see :func:`scaled_dot_product_attention`.
+        """
         check_features(x, self.d_model)
         if x.dtype != self.w_q.weight.dtype:
             raise TypeError(

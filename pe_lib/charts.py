@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._validation import check_base, check_positive_int
+from ._validation import check_base, check_int_in_range
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -148,18 +148,12 @@ def _range(
 
 
 def _check_even_d_model(d_model: object) -> int:
-    d_model = check_positive_int("d_model", d_model)
-    if d_model % 2 or not 4 <= d_model <= 512:
-        raise ValueError(f"d_model must be an even integer in [4, 512], got {d_model}")
+    d_model = check_int_in_range("d_model", d_model, 4, 512)
+    if d_model % 2:
+        raise ValueError(
+            f"d_model must be even (the figures pair sines with cosines), got {d_model}"
+        )
     return d_model
-
-
-def _check_in_range(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
-    return value
 
 
 def _log10_base(base: object) -> float:
@@ -209,7 +203,7 @@ def frequency_chart(
     alt_ = _altair()
     d_model = _check_even_d_model(d_model)
     log10_base = _log10_base(base)
-    num_positions = _check_in_range("num_positions", num_positions, 10, 500)
+    num_positions = check_int_in_range("num_positions", num_positions, 10, 500)
     if not isinstance(columns, str):
         raise TypeError(f"columns must be a string such as '0, 1, 10', got {columns!r}")
     params = [
@@ -305,7 +299,7 @@ def dot_product_chart(
     alt_ = _altair()
     d_model = _check_even_d_model(d_model)
     log10_base = _log10_base(base)
-    max_distance = _check_in_range("max_distance", max_distance, 10, 200)
+    max_distance = check_int_in_range("max_distance", max_distance, 10, 200)
     params = [
         *_base_params(d_model, log10_base),
         _range("max_distance", max_distance, 10, 200, 10, "largest distance "),
@@ -353,9 +347,9 @@ def rotation_chart(
     """
     alt_ = _altair()
     d_model = _check_even_d_model(d_model)
-    pair = _check_in_range("pair", pair, 0, d_model // 2 - 1)
-    position = _check_in_range("position", position, 0, 100)
-    shift = _check_in_range("shift", shift, -50, 50)
+    pair = check_int_in_range("pair", pair, 0, d_model // 2 - 1)
+    position = check_int_in_range("position", position, 0, 100)
+    shift = check_int_in_range("shift", shift, -50, 50)
     params = [
         _range("pair", pair, 0, d_model // 2 - 1, 1, "pair i "),
         _range("position", position, 0, 100, 1, "position pos "),
@@ -417,8 +411,8 @@ def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFi
         the figure; its dataset holds ``head`` (0-based), ``slope``, ``distance``, ``bias``.
     """
     alt_ = _altair()
-    num_heads = _check_in_range("num_heads", num_heads, 1, 16)
-    max_distance = _check_in_range("max_distance", max_distance, 4, 64)
+    num_heads = check_int_in_range("num_heads", num_heads, 1, 16)
+    max_distance = check_int_in_range("max_distance", max_distance, 4, 64)
     params = [
         _range("num_heads", num_heads, 1, 16, 1, "heads "),
         _range("max_distance", max_distance, 4, 64, 1, "largest distance "),

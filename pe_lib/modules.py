@@ -1,11 +1,23 @@
-"""``torch.nn.Module`` wrappers: the fixed sinusoidal encoding and a learned one.
+"""``torch.nn.Module`` wrappers that *add* a position table to token embeddings.
 
 Both take token embeddings ``x`` of shape ``(batch, seq_len, d_model)`` and return
 ``dropout(x + P[offset : offset + seq_len])`` of the same shape, dtype and device, where ``P`` is
-the position table (Vaswani et al., 2017, section 3.5; Devlin et al., 2019 for the learned one).
+the position table: the fixed sinusoidal one of Vaswani et al. (2017), section 3.5, or a learned
+one, which the same section reports trying ("learned positional embeddings", citing Gehring et
+al., 2017) with nearly identical results (its Table 3, row E).
+
+Compilation: both modules compile with ``torch.compile(fullgraph=True)`` (one graph, no
+break) and export with ``torch.export.export``. They can be traced with ``torch.jit.trace``,
+which torch 2.13 deprecates in favour of those two: the trace slices the table by the length of
+its input, so it holds for any ``seq_len`` with ``offset + seq_len <= max_len``; the Python
+argument checks run while tracing, on the example input, and are not part of the trace. They
+cannot be scripted: ``torch.jit.script`` raises ``TypeError`` naming the alternatives.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -15,16 +27,29 @@ from ._validation import (
     check_dropout,
     check_features,
     check_nonnegative_int,
+    check_position_span,
     check_positive_int,
+    compute_dtype_for,
+    is_tracing,
+    static_size,
 )
 from .sinusoidal import sinusoidal_table
 
 __all__ = ["LearnedPositionalEncoding", "PositionalEncoding", "SinusoidalPositionalEncoding"]
 
 
-def _table_dtype(device: torch.device) -> torch.dtype:
-    """float64 wherever the device supports it (Apple's MPS does not)."""
-    return torch.float32 if device.type == "mps" else torch.float64
+def _refuse_scripting(module: nn.Module) -> None:
+    raise TypeError(
+        f"{type(module).__name__} cannot be compiled with torch.jit.script (its argument checks "
+        "are Python); use torch.jit.trace(module, (x,)) or torch.compile(module) instead"
+    )
+
+
+def _check_offset(offset: object, x: torch.Tensor) -> int:
+    """``offset`` for the positions of ``x``: the last one at most ``2**53 - 1``."""
+    offset = check_nonnegative_int("offset", offset)
+    check_position_span("offset", offset, "x.shape[1]", static_size(x, 1))
+    return offset
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -44,22 +69,31 @@ class SinusoidalPositionalEncoding(nn.Module):
     out, ``x + PE.to(x.dtype)`` with ``PE`` the float64 values (never float32 angles).
 
     ``max_len`` is a cache size, not a limit: positions at or beyond ``max_len`` are computed
-    from the formula on the fly (the same values, at the cost of recomputing that window).
+    from the formula on the fly (the same values, at the cost of recomputing that window), up
+    to position ``2**53 - 1``, the last one float64 holds exactly.
 
     Args:
         d_model: embedding size, >= 1 (odd sizes follow the formula: the last column is a sine).
         max_len: number of positions computed ahead of time, >= 1.
         dropout: dropout probability applied to the sum, in [0, 1).
-        base: frequency base, > 1.
+        base: frequency base, a finite float > 1.
 
     Shapes:
-        ``x``: ``(batch, seq_len, d_model)``, any floating dtype; output: the same.
+        ``x``: ``(batch, seq_len, d_model)`` with ``seq_len >= 1``, any floating dtype;
+        output: the same.
 
     A ``state_dict`` saved by the classic tutorial module, which stores the table under the
     key ``pe``, loads with ``strict=True``: the stored table is checked for shape and ignored.
+
+    Compilation: see :mod:`pe_lib.modules`. A traced module reads the cached table only, so its
+    trace holds for ``offset + seq_len <= max_len``.
     """
 
     pe: torch.Tensor
+    d_model: int
+    max_len: int
+    base: float
+    dropout: nn.Dropout
 
     def __init__(
         self, d_model: int, max_len: int = 5000, dropout: float = 0.1, *, base: float = 10000.0
@@ -73,38 +107,75 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("pe", table, persistent=False)
 
     def extra_repr(self) -> str:
+        """The constructor's arguments, shown in ``repr(module)``."""
         return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base}"
 
     def encoding(self, seq_len: int, offset: int = 0) -> torch.Tensor:
-        """Rows ``offset .. offset + seq_len - 1`` of the table, float64, shape ``(seq_len, d_model)``."""
+        """Rows ``offset .. offset + seq_len - 1`` of the table, float64, shape ``(seq_len, d_model)``.
+
+        Args:
+            seq_len: number of rows, >= 1.
+            offset: first position, >= 0; the last, ``offset + seq_len - 1``, at most
+                ``2**53 - 1``.
+        """
         seq_len = check_positive_int("seq_len", seq_len)
         offset = check_nonnegative_int("offset", offset)
+        check_position_span("offset", offset, "seq_len", seq_len)
+        return self._rows(seq_len, offset)
+
+    def _rows(self, seq_len: int, offset: int) -> torch.Tensor:
         if offset + seq_len <= self.max_len:
             return self.pe[offset : offset + seq_len]
         return sinusoidal_table(
             seq_len,
             self.d_model,
             base=self.base,
-            start=offset,
+            offset=offset,
             dtype=self.pe.dtype,
             device=self.pe.device,
         )
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """``x``: ``(batch, seq_len, d_model)`` -> the same shape, dtype and device."""
-        check_features(x, self.d_model)
-        table = self.encoding(x.shape[1], offset)
-        return self.dropout(x + table.to(dtype=x.dtype, device=x.device))
+        """``x``: ``(batch, seq_len, d_model)`` -> the same shape, dtype and device.
 
-    def _apply(self, fn, recurse=True):  # type: ignore[override]
-        # Follow device moves, but keep the table's float64 values through dtype casts.
-        table = self.pe
-        super()._apply(fn, recurse)
-        self.pe = table.to(device=self.pe.device, dtype=_table_dtype(self.pe.device))
+        Args:
+            x: token embeddings, ``seq_len >= 1``.
+            offset: position of the first token, >= 0 (e.g. the number of tokens already
+                decoded); ``offset + seq_len - 1`` must be at most ``2**53 - 1``.
+        """
+        check_features(x, self.d_model)
+        offset = _check_offset(offset, x)
+        if is_tracing():
+            # While tracing, x.shape[1] is a traced size: slicing the cache by it keeps the
+            # trace valid for other lengths (within max_len).
+            table = self.pe[offset : offset + x.shape[1]]
+        else:
+            table = self._rows(x.shape[1], offset)
+        out: torch.Tensor = self.dropout(x + table.to(dtype=x.dtype, device=x.device))
+        return out
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        _refuse_scripting(self)
         return self
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
-        stored = state_dict.pop(prefix + "pe", None)
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> nn.Module:
+        # Follow device moves, but keep the table's float64 values through dtype casts.
+        table = self.pe
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        self.pe = table.to(device=self.pe.device, dtype=compute_dtype_for(self.pe.device))
+        return self
+
+    def _load_from_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        prefix: str,
+        local_metadata: dict[str, Any],
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        stored = state_dict.pop(prefix + "pe", None)  # type: ignore[attr-defined]
         if stored is not None and (
             not isinstance(stored, torch.Tensor)
             or stored.dim() != 2
@@ -119,7 +190,9 @@ class SinusoidalPositionalEncoding(nn.Module):
                 f"state_dict[{prefix + 'pe'!r}] must be a table of shape (max_len, d_model) with "
                 f"d_model={self.d_model}, got {got}"
             )
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
 
 
 class PositionalEncoding(SinusoidalPositionalEncoding):
@@ -130,7 +203,7 @@ class PositionalEncoding(SinusoidalPositionalEncoding):
 
 
 class LearnedPositionalEncoding(nn.Module):
-    r"""Adds a trainable position table (BERT, GPT-2), then applies dropout.
+    r"""Adds a trainable position table, then applies dropout (as BERT and GPT-2 do).
 
     .. math::
 
@@ -138,8 +211,16 @@ class LearnedPositionalEncoding(nn.Module):
         \qquad P \in \mathbb{R}^{\mathrm{max\_len} \times d_{\mathrm{model}}}\ \text{learned}.
 
     The table holds ``max_len * d_model`` parameters, initialised from
-    :math:`\mathcal{N}(0, 0.02^2)` as in BERT and GPT-2. Unlike the sinusoidal encoding it
-    has no row for a position it was not built with: asking for one raises ``ValueError``.
+    :math:`\mathcal{N}(0, 0.02^2)`. The standard deviation 0.02 is BERT's: its reference code
+    draws every weight, the position table included, from a normal of standard deviation
+    ``initializer_range = 0.02`` (google-research/bert, ``modeling.py``: ``BertConfig`` and
+    ``create_initializer``), there truncated at two standard deviations
+    (``tf.truncated_normal_initializer``), here not truncated. GPT-2's reference code differs:
+    it initialises the position table ``wpe`` with standard deviation 0.01 and the token table
+    ``wte`` with 0.02 (openai/gpt-2, ``src/model.py``, function ``model``).
+
+    Unlike the sinusoidal encoding it has no row for a position it was not built with: asking
+    for one raises ``ValueError``.
 
     Args:
         d_model: embedding size, >= 1.
@@ -147,8 +228,16 @@ class LearnedPositionalEncoding(nn.Module):
         dropout: dropout probability applied to the sum, in [0, 1).
 
     Shapes:
-        ``x``: ``(batch, seq_len, d_model)``, any floating dtype; output: the same.
+        ``x``: ``(batch, seq_len, d_model)`` with ``seq_len >= 1``, any floating dtype;
+        output: the same.
+
+    Compilation: see :mod:`pe_lib.modules`.
     """
+
+    d_model: int
+    max_len: int
+    dropout: nn.Dropout
+    weight: nn.Parameter
 
     def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.1) -> None:
         super().__init__()
@@ -159,13 +248,19 @@ class LearnedPositionalEncoding(nn.Module):
         nn.init.normal_(self.weight, std=0.02)
 
     def extra_repr(self) -> str:
+        """The constructor's arguments, shown in ``repr(module)``."""
         return f"d_model={self.d_model}, max_len={self.max_len}"
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """``x``: ``(batch, seq_len, d_model)`` -> the same shape, dtype and device."""
+        """``x``: ``(batch, seq_len, d_model)`` -> the same shape, dtype and device.
+
+        Args:
+            x: token embeddings, ``seq_len >= 1``.
+            offset: position of the first token, >= 0, with ``offset + seq_len <= max_len``.
+        """
         check_features(x, self.d_model)
-        offset = check_nonnegative_int("offset", offset)
-        seq_len = x.shape[1]
+        offset = _check_offset(offset, x)
+        seq_len = static_size(x, 1)
         end = offset + seq_len
         if end > self.max_len:
             raise ValueError(
@@ -174,5 +269,10 @@ class LearnedPositionalEncoding(nn.Module):
                 f"seq_len={seq_len} = {end} > max_len): build it with max_len >= {end}, or "
                 "split the input into windows of at most max_len positions"
             )
-        table = self.weight[offset:end]
-        return self.dropout(x + table.to(dtype=x.dtype, device=x.device))
+        table = self.weight[offset : offset + x.shape[1]]  # by x's size, traced or not
+        out: torch.Tensor = self.dropout(x + table.to(dtype=x.dtype, device=x.device))
+        return out
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        _refuse_scripting(self)
+        return self

@@ -7,7 +7,6 @@ colour-blind safe (``viridis`` for values, ``cividis`` for attention weights).
 
 from __future__ import annotations
 
-import numbers
 import reprlib
 from collections.abc import Sequence
 
@@ -17,7 +16,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ._validation import check_nonnegative_int
+from ._validation import check_indices, check_nonnegative_int, renamed_keyword
 from .sinusoidal import wavelengths as _wavelengths
 
 __all__ = [
@@ -42,21 +41,6 @@ def _as_numpy(table: torch.Tensor | np.ndarray, name: str = "table", ndim: int =
             f"{name} must be a non-empty array with {ndim} dimensions, got shape {table.shape}"
         )
     return table
-
-
-def _indices(name: str, values: object, stop: int) -> list[int]:
-    """A non-empty sequence of ints in ``[0, stop)`` (column or row indices)."""
-    try:
-        indices = list(values)  # type: ignore[call-overload]
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a sequence of ints, got {values!r} of type {type(values).__name__}"
-        ) from None
-    if any(isinstance(i, bool) or not isinstance(i, numbers.Integral) for i in indices):
-        raise TypeError(f"{name} must hold ints only (not bool or float), got {indices}")
-    if not indices or not all(0 <= i < stop for i in indices):
-        raise ValueError(f"{name} must be a non-empty list of ints in [0, {stop}), got {indices}")
-    return [int(i) for i in indices]
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
@@ -93,21 +77,31 @@ def plot_dimensions(
     table: torch.Tensor | np.ndarray,
     dims: Sequence[int],
     *,
-    start: int = 0,
+    offset: int | None = None,
     ax: Axes | None = None,
+    start: int | None = None,
 ) -> tuple[Figure, Axes]:
-    """Chosen columns of a ``(num_positions, d_model)`` table against position."""
+    """Chosen columns of a ``(num_positions, d_model)`` table against position.
+
+    Args:
+        table: the table, a tensor or array of shape ``(num_positions, d_model)``.
+        dims: column indices in ``[0, d_model)``, at least one.
+        offset: the position of the table's first row, >= 0 (default 0), for the x axis.
+        ax: the axes to draw on, or ``None`` for a new figure.
+        start: the older name of ``offset``, still accepted.
+    """
     values = _as_numpy(table)
-    dims = _indices("dims", dims, values.shape[1])
-    start = check_nonnegative_int("start", start)
+    columns = check_indices("dims", dims, values.shape[1])
+    offset_name, first = renamed_keyword("offset", offset, "start", start, 0)
+    first = check_nonnegative_int(offset_name, first)
     fig, ax = _axes(ax, (7, 3.5))
-    positions = np.arange(start, start + values.shape[0])
-    colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(dims)))
-    for d, color in zip(dims, colors, strict=True):
+    positions = np.arange(first, first + values.shape[0])
+    colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(columns)))
+    for d, color in zip(columns, colors, strict=True):
         ax.plot(positions, values[:, d], color=color, label=f"dim {d}")
     ax.set_xlabel("position")
     ax.set_ylabel("encoding value")
-    ax.legend(loc="upper right", fontsize="small", ncols=min(len(dims), 4))
+    ax.legend(loc="upper right", fontsize="small", ncols=min(len(columns), 4))
     return fig, ax
 
 
@@ -134,7 +128,7 @@ def plot_dot_product_vs_distance(
 ) -> tuple[Figure, Axes]:
     """``PE(p) . PE(q)`` against ``q - p`` for each reference position ``p``."""
     values = _as_numpy(table)
-    references = _indices("reference_positions", reference_positions, values.shape[0])
+    references = check_indices("reference_positions", reference_positions, values.shape[0])
     fig, ax = _axes(ax, (6, 3.5))
     positions = np.arange(values.shape[0])
     for p in references:

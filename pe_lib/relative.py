@@ -1,4 +1,9 @@
-r"""Relative positions: the sinusoidal encoding of ``pos + k`` is a linear function of that of ``pos``.
+r"""The shift matrix of the sinusoidal encoding: ``PE(pos + k)`` is a linear map of ``PE(pos)``.
+
+This module is about one property of the *additive* sinusoidal table (chapter 4): shifting a
+position by ``k`` is a fixed linear map, the same for every ``pos``. It is not an encoding of
+its own; the encodings that act inside attention on relative distances, RoPE and ALiBi, live in
+:mod:`pe_lib.rope` and :mod:`pe_lib.alibi` (see :data:`pe_lib.encodings.ENCODINGS`).
 
 From the angle-addition identities, for each frequency :math:`\omega_i`
 
@@ -17,11 +22,13 @@ from __future__ import annotations
 import torch
 
 from ._validation import (
+    LAYOUT_ALIASES,
     check_base,
     check_floating_dtype,
-    check_int,
     check_layout,
     check_positive_int,
+    check_shift,
+    check_table_size,
 )
 from .sinusoidal import angular_frequencies
 
@@ -39,12 +46,13 @@ def relative_shift_matrix(
     r"""The matrix :math:`M_k` with :math:`PE(pos+k) = M_k\,PE(pos)` for every position.
 
     Args:
-        k: the shift, any int (negative shifts move backwards).
+        k: the shift, an int with ``|k| <= 2**53 - 1`` (negative shifts move backwards); the
+            angles ``k * omega_i`` are formed in float64, exact in ``k`` up to that bound.
         d_model: embedding size; must be even, because with odd ``d_model`` the last column
             holds :math:`\sin(pos\,\omega)` without its cosine partner and no matrix maps it.
         base: frequency base, > 1.
-        layout: ``"interleaved"`` or ``"concat"``, the layout of the table it acts on
-            (see :func:`pe_lib.sinusoidal.sinusoidal_table`).
+        layout: ``"interleaved"`` or ``"half"`` (alias ``"concat"``), the layout of the table
+            it acts on (see :func:`pe_lib.sinusoidal.sinusoidal_table`).
         dtype: floating dtype of the result; the angles ``k * omega_i`` are float64.
 
     Returns:
@@ -52,10 +60,10 @@ def relative_shift_matrix(
         sine/cosine pair (block-diagonal for ``"interleaved"``), orthogonal, with
         :math:`M_{-k} = M_k^{\top}`.
     """
-    k = check_int("k", k)
+    k = check_shift("k", k)
     d_model = check_positive_int("d_model", d_model)
     base = check_base(base)
-    layout = check_layout(layout)
+    layout = check_layout(layout, aliases=LAYOUT_ALIASES)
     dtype = check_floating_dtype(dtype)
     if d_model % 2:
         raise ValueError(
@@ -63,6 +71,7 @@ def relative_shift_matrix(
             "last column is sin(pos * omega) without its cosine partner, so no matrix maps "
             "PE(pos) to PE(pos + k)"
         )
+    check_table_size(d_model, d_model, "d_model", "d_model")
 
     angle = k * angular_frequencies(d_model, base)  # (d/2,) float64
     cos, sin = torch.cos(angle), torch.sin(angle)

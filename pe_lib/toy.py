@@ -6,33 +6,42 @@ causal attention layer cannot single out the token ``lag`` steps back, so the ta
 models by how they encode positions; trained on short sequences and tested on longer ones it
 measures length generalisation.
 
-The model's ``position`` argument picks how positions enter:
-
-* ``"none"``: no position information (a baseline; the causal mask alone leaks a little);
-* ``"sinusoidal"``: :class:`pe_lib.modules.SinusoidalPositionalEncoding` added to the embeddings;
-* ``"learned"``: :class:`pe_lib.modules.LearnedPositionalEncoding` added to the embeddings;
-* ``"rope"``: queries and keys rotated by :func:`pe_lib.rope.apply_rope` (Su et al., 2021);
-* ``"alibi"``: the linear distance penalty :func:`pe_lib.alibi.alibi_bias` added to the scores
-  (Press et al., 2022).
+The model's ``position`` argument picks how positions enter: ``"none"`` (no position
+information, a baseline; the causal mask alone leaks a little) or the name of an entry of
+:data:`pe_lib.encodings.ENCODINGS`, which says whether the encoding is added to the embeddings
+(``"sinusoidal"``, ``"learned"``), rotates queries and keys (``"rope"``) or biases the attention
+scores (``"alibi"``). A new registry entry is a new choice here, with no change to this module.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
+from typing import Literal, overload
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._validation import check_int, check_layout, check_positive_int
-from .modules import LearnedPositionalEncoding, SinusoidalPositionalEncoding
+from ._validation import (
+    check_choice,
+    check_nonnegative_int,
+    check_positive_int,
+    check_real,
+)
+from .attention import scaled_dot_product_attention
+from .encodings import ENCODINGS, ScoreBias
 
-__all__ = ["POSITION_KINDS", "ShiftedCopyModel", "evaluate", "shifted_copy_batch", "train"]
+__all__ = [
+    "IGNORE_INDEX",
+    "POSITION_KINDS",
+    "ShiftedCopyModel",
+    "evaluate",
+    "shifted_copy_batch",
+    "train",
+]
 
-#: How :class:`ShiftedCopyModel` tells positions apart: no encoding, an added sinusoidal or
-#: learned table, rotary embeddings on queries and keys, or ALiBi distance biases.
-POSITION_KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
+#: How :class:`ShiftedCopyModel` tells positions apart: ``"none"``, then every encoding of
+#: :data:`pe_lib.encodings.ENCODINGS` (``"sinusoidal"``, ``"learned"``, ``"rope"``, ``"alibi"``).
+POSITION_KINDS: tuple[str, ...] = ("none", *ENCODINGS)
 
 #: Target value for positions that have no answer (the first ``lag`` ones); ignored by the loss.
 IGNORE_INDEX = -100
@@ -56,6 +65,11 @@ def shifted_copy_batch(
     seq_len = check_positive_int("seq_len", seq_len)
     vocab_size = check_positive_int("vocab_size", vocab_size)
     lag = check_positive_int("lag", lag)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {generator!r} of type "
+            f"{type(generator).__name__}"
+        )
     if lag >= seq_len:
         raise ValueError(f"lag must be smaller than seq_len={seq_len}, got {lag}")
     tokens = torch.randint(vocab_size, (batch_size, seq_len), generator=generator)
@@ -67,18 +81,50 @@ def shifted_copy_batch(
 class ShiftedCopyModel(nn.Module):
     """Embedding, one causal multi-head attention block with an MLP, and a linear read-out.
 
+    Pre-norm residual blocks: ``x = E(tokens)`` plus the additive encoding if any, then
+    ``x + Attention(LayerNorm(x))``, then ``x + MLP(LayerNorm(x))``, a final ``LayerNorm`` and
+    the read-out. Attention is :func:`pe_lib.attention.scaled_dot_product_attention` with a
+    causal mask, after the encoding's rotation of queries and keys and with its score bias, if
+    it has them.
+
     Args:
         position: one of :data:`POSITION_KINDS`.
-        vocab_size: number of token ids.
+        vocab_size: number of token ids, >= 1.
         d_model: embedding size (divisible by ``num_heads``; ``d_model // num_heads`` even
             for ``"rope"``).
-        num_heads: attention heads.
+        num_heads: attention heads, >= 1.
         max_len: table size of the additive encodings; for ``"learned"`` the longest
             sequence the model accepts.
 
+    Attributes:
+        encoding: the module adding positions to the embeddings (``nn.Identity`` if none).
+        rotation: the module rotating queries and keys, or ``None``.
+        score_bias: the function giving the attention-score bias, or ``None``.
+
     Shapes:
-        ``tokens``: ``(batch, seq_len)`` int64 -> logits ``(batch, seq_len, vocab_size)``.
+        ``tokens``: ``(batch, seq_len)`` int64 -> logits ``(batch, seq_len, vocab_size)``;
+        with ``return_weights=True`` also the attention weights
+        ``(batch, num_heads, seq_len, seq_len)``, whose row ``i`` is query ``i``'s weights on
+        keys ``0 .. seq_len - 1`` (zero after ``i``).
     """
+
+    position: str
+    vocab_size: int
+    d_model: int
+    num_heads: int
+    max_len: int
+    head_dim: int
+    embedding: nn.Embedding
+    encoding: nn.Module
+    rotation: nn.Module | None
+    score_bias: ScoreBias | None
+    norm_attention: nn.LayerNorm
+    qkv: nn.Linear
+    attention_out: nn.Linear
+    norm_mlp: nn.LayerNorm
+    mlp: nn.Sequential
+    norm_out: nn.LayerNorm
+    read_out: nn.Linear
 
     def __init__(
         self,
@@ -90,7 +136,7 @@ class ShiftedCopyModel(nn.Module):
         max_len: int = 512,
     ) -> None:
         super().__init__()
-        self.position = check_layout(position, POSITION_KINDS, name="position")
+        self.position = check_choice("position", position, ("none", *ENCODINGS))
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
         self.d_model = check_positive_int("d_model", d_model)
         self.num_heads = check_positive_int("num_heads", num_heads)
@@ -100,13 +146,23 @@ class ShiftedCopyModel(nn.Module):
                 f"d_model={d_model} must be divisible by num_heads, got num_heads={num_heads}"
             )
         self.head_dim = self.d_model // self.num_heads
+        # Parameters are created (and drawn from the global RNG) in this order: embedding,
+        # encoding, attention, MLP, read-out. Encodings without parameters draw nothing.
         self.embedding = nn.Embedding(self.vocab_size, self.d_model)
-        if self.position == "sinusoidal":
-            self.encoding: nn.Module = SinusoidalPositionalEncoding(self.d_model, self.max_len, 0.0)
-        elif self.position == "learned":
-            self.encoding = LearnedPositionalEncoding(self.d_model, self.max_len, 0.0)
-        else:
-            self.encoding = nn.Identity()
+        spec = ENCODINGS.get(self.position)
+        try:
+            additive = spec.additive if spec is not None else None
+            self.encoding = (
+                nn.Identity() if additive is None else additive(self.d_model, self.max_len, 0.0)
+            )
+            rotation = spec.rotation if spec is not None else None
+            self.rotation = None if rotation is None else rotation(self.head_dim)
+        except ValueError as error:
+            raise ValueError(
+                f"position={position!r} cannot be built with d_model={d_model}, "
+                f"num_heads={num_heads} (head_dim={self.head_dim}), max_len={max_len}: {error}"
+            ) from error
+        self.score_bias = spec.score_bias if spec is not None else None
         self.norm_attention = nn.LayerNorm(self.d_model)
         self.qkv = nn.Linear(self.d_model, 3 * self.d_model)
         self.attention_out = nn.Linear(self.d_model, self.d_model)
@@ -119,27 +175,50 @@ class ShiftedCopyModel(nn.Module):
         self.norm_out = nn.LayerNorm(self.d_model)
         self.read_out = nn.Linear(self.d_model, self.vocab_size)
 
-    def _attention(self, x: torch.Tensor) -> torch.Tensor:
+    def extra_repr(self) -> str:
+        """The position choice, shown in ``repr(model)``."""
+        return f"position={self.position!r}"
+
+    def _attention(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x``: ``(batch, L, d_model)`` -> output ``(batch, L, d_model)``, weights ``(batch, heads, L, L)``."""
         batch, seq_len, _ = x.shape
         q, k, v = (
             t.view(batch, seq_len, self.num_heads, self.head_dim).transpose(1, 2)
             for t in self.qkv(x).chunk(3, dim=-1)
         )  # each (batch, heads, seq_len, head_dim)
-        if self.position == "rope":
-            from .rope import apply_rope
-
-            q, k = apply_rope(q), apply_rope(k)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (batch, heads, L, L)
-        if self.position == "alibi":
-            from .alibi import alibi_bias
-
-            scores = scores + alibi_bias(self.num_heads, seq_len, seq_len).to(scores.dtype)
+        if self.rotation is not None:
+            q, k = self.rotation(q, k)
+        bias = (
+            None
+            if self.score_bias is None
+            else self.score_bias(self.num_heads, seq_len, seq_len, dtype=q.dtype, device=q.device)
+        )  # (heads, L, L)
         causal = torch.ones(seq_len, seq_len, dtype=torch.bool, device=x.device).tril()
-        weights = scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)
-        mixed = (weights @ v).transpose(1, 2).reshape(batch, seq_len, self.d_model)
-        return self.attention_out(mixed)
+        mixed, weights = scaled_dot_product_attention(q, k, v, mask=causal, bias=bias)
+        mixed = mixed.transpose(1, 2).reshape(batch, seq_len, self.d_model)
+        out: torch.Tensor = self.attention_out(mixed)
+        return out, weights
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    @overload
+    def forward(
+        self, tokens: torch.Tensor, *, return_weights: Literal[False] = False
+    ) -> torch.Tensor: ...
+
+    @overload
+    def forward(
+        self, tokens: torch.Tensor, *, return_weights: Literal[True]
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def forward(
+        self, tokens: torch.Tensor, *, return_weights: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """Logits for ``tokens``; with ``return_weights=True``, ``(logits, attention weights)``.
+
+        Args:
+            tokens: int64 ids in ``[0, vocab_size)``, shape ``(batch, seq_len)``, ``seq_len >= 1``.
+            return_weights: also return the attention weights,
+                ``(batch, num_heads, seq_len, seq_len)``.
+        """
         if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.int64 or tokens.dim() != 2:
             raise TypeError(
                 "tokens must be an int64 tensor of shape (batch, seq_len), got "
@@ -153,6 +232,11 @@ class ShiftedCopyModel(nn.Module):
             raise ValueError(
                 f"tokens must hold at least one token per sequence, got shape {tuple(tokens.shape)}"
             )
+        if not isinstance(return_weights, bool):
+            raise TypeError(
+                f"return_weights must be a bool, got {return_weights!r} of type "
+                f"{type(return_weights).__name__}"
+            )
         lowest, highest = int(tokens.min()), int(tokens.max())
         if lowest < 0 or highest >= self.vocab_size:
             raise ValueError(
@@ -160,25 +244,16 @@ class ShiftedCopyModel(nn.Module):
                 f"{lowest} to {highest}"
             )
         x = self.encoding(self.embedding(tokens))
-        x = x + self._attention(self.norm_attention(x))
+        mixed, weights = self._attention(self.norm_attention(x))
+        x = x + mixed
         x = x + self.mlp(self.norm_mlp(x))
-        return self.read_out(self.norm_out(x))
+        logits: torch.Tensor = self.read_out(self.norm_out(x))
+        return (logits, weights) if return_weights else logits
 
 
 def _check_model(model: object) -> None:
     if not isinstance(model, ShiftedCopyModel):
         raise TypeError(f"model must be a ShiftedCopyModel, got {type(model).__name__}")
-
-
-def _check_learning_rate(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"lr must be a positive float, got {value!r} of type {type(value).__name__}"
-        )
-    value = float(value)
-    if not math.isfinite(value) or value <= 0.0:
-        raise ValueError(f"lr must be a finite float > 0, got {value!r}")
-    return value
 
 
 def train(
@@ -191,14 +266,27 @@ def train(
     lr: float = 3e-3,
     seed: int = 0,
 ) -> list[float]:
-    """Trains ``model`` in place with Adam on fresh random batches; returns the loss per step."""
+    """Trains ``model`` in place with Adam on fresh random batches; returns the loss per step.
+
+    Args:
+        model: the model to train (left in eval mode afterwards).
+        steps: number of optimizer steps, >= 1.
+        seq_len: length of the training sequences, > ``lag``.
+        batch_size: sequences per step, >= 1.
+        lag: the shift of the copy task, >= 1.
+        lr: Adam's learning rate, a finite float > 0.
+        seed: seed of the batches' generator, an int in ``[0, 2**53 - 1]``.
+
+    Returns:
+        the cross-entropy loss of each step, ``steps`` floats.
+    """
     _check_model(model)
     steps = check_positive_int("steps", steps)
-    lr = _check_learning_rate(lr)
-    generator = torch.Generator().manual_seed(check_int("seed", seed))
+    lr = check_real("lr", lr, above=0.0)
+    generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
-    losses = []
+    losses: list[float] = []
     for _ in range(steps):
         tokens, targets = shifted_copy_batch(
             batch_size, seq_len, vocab_size=model.vocab_size, lag=lag, generator=generator
@@ -206,9 +294,9 @@ def train(
         logits = model(tokens)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         optimizer.step()
-        losses.append(loss.item())
+        losses.append(float(loss.item()))
     model.eval()
     return losses
 
@@ -222,10 +310,18 @@ def evaluate(
     lag: int = 1,
     seed: int = 1,
 ) -> float:
-    """Fraction of positions ``t >= lag`` where the model's top token is ``tokens[t - lag]``."""
+    """Fraction of positions ``t >= lag`` where the model's top token is ``tokens[t - lag]``.
+
+    Args:
+        model: the model to score (its training mode is restored afterwards).
+        seq_len: length of the test sequences, > ``lag``.
+        num_sequences: number of random test sequences, >= 1.
+        lag: the shift of the copy task, >= 1.
+        seed: seed of the sequences' generator, an int in ``[0, 2**53 - 1]``.
+    """
     _check_model(model)
     num_sequences = check_positive_int("num_sequences", num_sequences)
-    generator = torch.Generator().manual_seed(check_int("seed", seed))
+    generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
     tokens, targets = shifted_copy_batch(
         num_sequences, seq_len, vocab_size=model.vocab_size, lag=lag, generator=generator
     )
@@ -234,4 +330,4 @@ def evaluate(
     predictions = model(tokens).argmax(dim=-1)
     model.train(was_training)
     answered = targets != IGNORE_INDEX
-    return (predictions[answered] == targets[answered]).double().mean().item()
+    return float((predictions[answered] == targets[answered]).double().mean().item())

@@ -17,7 +17,6 @@ import base64
 import functools
 import io
 import math
-import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ._validation import check_base, check_positive_int
+from ._validation import check_base, check_indices, check_positive_int
 from .plotting import plot_dimensions, plot_wavelengths
 from .sinusoidal import sinusoidal_table
 from .sinusoidal import wavelengths as _wavelengths
@@ -38,31 +37,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["draw_frequency_view", "frequency_explorer", "parse_dims"]
 
 
-def _check_dims(dims: object, d_model: int, name: str = "dims") -> tuple[int, ...]:
-    """A non-empty sequence of distinct column indices in ``[0, d_model)``."""
-    if isinstance(dims, (str, bytes)) or not isinstance(dims, (Sequence, np.ndarray)):
-        raise TypeError(
-            f"{name} must be a sequence of column indices such as (0, 1, 10, 30), "
-            f"got {dims!r} of type {type(dims).__name__}"
-        )
-    values = list(dims)
-    if not values:
-        raise ValueError(f"{name} must name at least one column in [0, {d_model}), got {dims!r}")
-    not_ints = [v for v in values if isinstance(v, bool) or not isinstance(v, numbers.Integral)]
-    if not_ints:
-        raise TypeError(
-            f"{name} must hold ints (column indices), got {dims!r} with non-int entries {not_ints!r}"
-        )
-    values = [int(v) for v in values]
-    outside = [v for v in values if not 0 <= v < d_model]
-    if outside:
-        raise ValueError(
-            f"{name} must be column indices in [0, {d_model}) for d_model={d_model}, "
-            f"got {values} (out of range: {outside})"
-        )
-    if len(set(values)) != len(values):
-        raise ValueError(f"{name} must not repeat a column, got {values}")
-    return tuple(values)
+def _check_dims(dims: object, d_model: int) -> tuple[int, ...]:
+    """Distinct column indices in ``[0, d_model)``, at least one."""
+    return tuple(check_indices("dims", dims, d_model, distinct=True))
 
 
 def parse_dims(text: str, d_model: int) -> tuple[int, ...]:
@@ -196,7 +173,7 @@ def _explorer_class() -> type:
             "kernel; draw_frequency_view draws the same view as a static figure without it"
         ) from error
 
-    class FrequencyExplorer(widgets.VBox):
+    class FrequencyExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         """Sliders for ``d_model``, ``base`` and ``num_positions``, a text box for the columns,
         and the view of :func:`draw_frequency_view`, redrawn whenever a control changes."""
 

@@ -9,7 +9,7 @@ SIMD kernels of the machine that executed it fails there too, not only on someon
   use on this CPU. numpy rejects names it does not dispatch to, and a machine may lack some, so
   the list is read from this numpy on this machine rather than written down.
 
-``tests/test_cpu_kernels.py`` checks, inside that run, that both took effect.
+``tests/book/test_cpu_kernels.py`` checks, inside that run, that both took effect.
 """
 
 from __future__ import annotations

@@ -105,11 +105,17 @@ def test_attention_weights_carry_the_tokens():
         (lambda: plot_encoding_heatmap(TABLE, ax="left"), TypeError, r"ax must be .*'left'"),
         (lambda: plot_dimensions(TABLE, [0, 8]), ValueError, r"dims .*\[0, 8\).*\[0, 8\]"),
         (lambda: plot_dimensions(TABLE, [-1]), ValueError, r"dims .*got \[-1\]"),
-        (lambda: plot_dimensions(TABLE, []), ValueError, r"dims must be a non-empty.*got \[\]"),
+        (
+            lambda: plot_dimensions(TABLE, []),
+            ValueError,
+            r"dims must hold at least one index.*got \[\]",
+        ),
         (lambda: plot_dimensions(TABLE, [True]), TypeError, r"dims .*ints.*\[True\]"),
         (lambda: plot_dimensions(TABLE, [1.0]), TypeError, r"dims .*ints.*\[1\.0\]"),
         (lambda: plot_dimensions(TABLE, 3), TypeError, r"dims must be a sequence.*got 3"),
         (lambda: plot_dimensions(TABLE, [0], start=-2), ValueError, r"start .*got -2"),
+        (lambda: plot_dimensions(TABLE, [0], offset=-2), ValueError, r"offset .*got -2"),
+        (lambda: plot_dimensions(TABLE, [0], offset=1, start=1), TypeError, r"offset and start"),
         (lambda: plot_wavelengths(0), ValueError, r"d_model .*got 0"),
         (lambda: plot_wavelengths(8, base=1.0), ValueError, r"base .*> 1.*got 1\.0"),
         (
@@ -120,7 +126,7 @@ def test_attention_weights_carry_the_tokens():
         (
             lambda: plot_dot_product_vs_distance(TABLE, reference_positions=[]),
             ValueError,
-            r"reference_positions must be a non-empty.*got \[\]",
+            r"reference_positions must hold at least one index.*got \[\]",
         ),
         (
             lambda: plot_attention_weights(torch.ones(2, 2) / 2, TOKENS),

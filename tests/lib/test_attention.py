@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -125,3 +128,76 @@ def test_partly_empty_mask_row_is_rejected():
 def test_module_rejects_a_dtype_other_than_its_weights():
     with pytest.raises(TypeError, match=r"x must have the dtype .*float32, got torch.float64"):
         SelfAttention(4)(Q.double())
+
+
+# --- the score bias (how ALiBi enters attention) --------------------------------------------------
+
+
+def test_bias_is_added_to_the_scaled_scores_before_the_softmax():
+    generator = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 4, 5, 8, dtype=torch.float64, generator=generator)
+    k = torch.randn(2, 4, 6, 8, dtype=torch.float64, generator=generator)
+    v = torch.randn(2, 4, 6, 3, dtype=torch.float64, generator=generator)
+    bias = torch.randn(4, 5, 6, dtype=torch.float64, generator=generator)
+    out, weights = scaled_dot_product_attention(q, k, v, bias=bias)
+    expected = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8) + bias, dim=-1)
+    torch.testing.assert_close(weights, expected)
+    torch.testing.assert_close(out, expected @ v)
+
+
+def test_minus_infinity_in_the_bias_excludes_a_key_like_the_mask():
+    generator = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(5, 4, generator=generator) for _ in range(3))
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    bias = torch.zeros(5, 5).masked_fill(~causal, -math.inf)
+    masked = scaled_dot_product_attention(q, k, v, mask=causal)
+    biased = scaled_dot_product_attention(q, k, v, bias=bias)
+    torch.testing.assert_close(biased, masked)
+
+
+@pytest.mark.parametrize(
+    ("bias", "error", "match"),
+    [
+        (torch.zeros(3, 3, dtype=torch.int64), TypeError, r"bias must be a floating .*int64"),
+        ([[0.0]], TypeError, r"bias must be a floating torch.Tensor, got \[\[0\.0\]\]"),
+        (torch.zeros(4, 3), ValueError, r"bias must be broadcastable .*\(3, 3\).*\(4, 3\)"),
+        (torch.zeros(2, 3, 3), ValueError, r"bias must be broadcastable .*got shape \(2, 3, 3\)"),
+    ],
+)
+def test_bad_bias(bias, error, match):
+    q = torch.zeros(3, 4)
+    with pytest.raises(error, match=match):
+        scaled_dot_product_attention(q, q, q, bias=bias)
+
+
+def test_no_keys_is_rejected_by_name():
+    with pytest.raises(ValueError, match=r"k must hold at least one key.*\(0, 4\)"):
+        scaled_dot_product_attention(torch.zeros(3, 4), torch.zeros(0, 4), torch.zeros(0, 4))
+
+
+# --- tracing and compiling ------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings(r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning")
+def test_self_attention_traces_for_every_length_without_tracer_warnings():
+    torch.manual_seed(0)
+    module = SelfAttention(8).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", torch.jit.TracerWarning)
+        traced = torch.jit.trace(module, (torch.randn(2, 5, 8),))
+    for seq_len in (1, 7, 12):
+        x = torch.randn(3, seq_len, 8)
+        for got, expected in zip(traced(x), module(x), strict=True):
+            assert torch.equal(got, expected), seq_len
+
+
+def test_self_attention_compiles_in_one_graph_without_a_mask():
+    """With a mask, the all-False-row check reads its values: the docstring says the graph
+    breaks there, and ``fullgraph=True`` refuses it."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    module = SelfAttention(8).eval()
+    x = torch.randn(2, 5, 8)
+    compiled = torch.compile(module, fullgraph=True, backend="aot_eager")
+    for got, expected in zip(compiled(x), module(x), strict=True):
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)

@@ -12,7 +12,7 @@ import pytest
 
 import pe_lib
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pip(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -37,6 +37,9 @@ def test_wheel_holds_only_pe_lib_with_its_type_marker(tmp_path: Path) -> None:
     packages = {n.split("/")[0] for n in names if not n.startswith("pe_lib-")}
     assert packages == {"pe_lib"}, packages
     assert "pe_lib/py.typed" in names
+    # Every module is shipped, those of subpackages (pe_lib/checks/...) included.
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "pe_lib").rglob("*.py")}
+    assert modules <= set(names), sorted(modules - set(names))
     assert f"pe_lib-{pe_lib.__version__}.dist-info/METADATA" in names
 
 

@@ -34,10 +34,28 @@ BAD_VALUES = {
         ("8", TypeError),
         (None, TypeError),
         (np.float64(2.0), TypeError),
+        (2**53, ValueError),  # beyond float64's exact integers
+        (10**30, ValueError),
     ],
     "optional size": [(0, ValueError), (2.5, TypeError), (False, TypeError)],  # None allowed
-    "nonnegative": [(-1, ValueError), (2.0, TypeError), (False, TypeError), ("0", TypeError)],
-    "int": [(1.5, TypeError), (True, TypeError), ("1", TypeError), (None, TypeError)],
+    "nonnegative": [
+        (-1, ValueError),
+        (2.0, TypeError),
+        (False, TypeError),
+        ("0", TypeError),
+        (2**53, ValueError),
+        (2**60, ValueError),
+        (10**30, ValueError),
+    ],
+    "int": [
+        (1.5, TypeError),
+        (True, TypeError),
+        ("1", TypeError),
+        (None, TypeError),
+        (2**53, ValueError),
+        (-(2**53), ValueError),
+        (10**20, ValueError),
+    ],
     "base": [
         (1.0, ValueError),
         (1, ValueError),
@@ -83,6 +101,7 @@ TARGETS = {
             "num_positions": "size",
             "d_model": "size",
             "base": "base",
+            "offset": "nonnegative",
             "start": "nonnegative",
             "layout": "layout",
             "dtype": "dtype",
@@ -198,6 +217,87 @@ def test_bad_encoding_window(arguments, error, match):
         SinusoidalPositionalEncoding(6, max_len=10).encoding(**arguments)
 
 
-def test_empty_sequence_is_rejected_by_name():
-    with pytest.raises(ValueError, match=r"seq_len must be a positive int .*got 0"):
-        SinusoidalPositionalEncoding(6)(torch.zeros(2, 0, 6))
+@pytest.mark.parametrize("module", [SinusoidalPositionalEncoding(6), LearnedPositionalEncoding(6)])
+def test_empty_sequence_is_rejected_by_the_callers_name(module):
+    """An empty sequence is named as the caller's ``x`` with its shape, not as ``seq_len``."""
+    with pytest.raises(ValueError, match=r"x must hold at least one position.*\(2, 0, 6\)"):
+        module(torch.zeros(2, 0, 6))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        # float64 holds every integer only up to 2**53: a table there would repeat rows.
+        (
+            lambda: sinusoidal_table(4, 2, start=2**53 + 1),
+            ValueError,
+            r"start must be a non-negative int at most 2\*\*53 - 1.*got 9007199254740993",
+        ),
+        (
+            lambda: sinusoidal_table(4, 2, start=10**30),
+            ValueError,
+            r"start .*2\*\*53 - 1.*got 1000",
+        ),
+        (
+            lambda: sinusoidal_table(4, 2, offset=2**53 - 2),
+            ValueError,
+            r"offset \+ num_positions - 1 \(the last position\) must be at most 2\*\*53 - 1.*"
+            r"offset=9007199254740990 and num_positions=4",
+        ),
+        (
+            lambda: sinusoidal_table(4, 2, offset=1, start=1),
+            TypeError,
+            r"offset and start are the same argument.*offset=1 and start=1",
+        ),
+        (lambda: sinusoidal_table(4, 2, device="gpu7"), ValueError, r"device must .*'gpu7'"),
+        (lambda: sinusoidal_table(4, 2, device=0), TypeError, r"device must .*got 0"),
+        (
+            lambda: sinusoidal_table(4, 2, device="cuda:99"),
+            ValueError,
+            r"device must be a device available here, got 'cuda:99'",
+        ),
+        (
+            lambda: sinusoidal_table(2**40, 2**40),
+            ValueError,
+            r"num_positions \* d_model must be at most 2\*\*63 - 1",
+        ),
+        (
+            lambda: relative_shift_matrix(10**20, 16),
+            ValueError,
+            r"k must be an int of absolute value at most 2\*\*53 - 1.*got 100000000000000000000",
+        ),
+        (
+            lambda: SinusoidalPositionalEncoding(4)(torch.zeros(1, 3, 4), offset=2**60),
+            ValueError,
+            r"offset must be a non-negative int at most 2\*\*53 - 1.*got 1152921504606846976",
+        ),
+        (
+            lambda: SinusoidalPositionalEncoding(4)(torch.zeros(1, 3, 4), offset=2**53 - 2),
+            ValueError,
+            r"offset \+ x.shape\[1\] - 1 \(the last position\).*offset=9007199254740990",
+        ),
+        (
+            lambda: SinusoidalPositionalEncoding(4).encoding(3, offset=2**53 - 2),
+            ValueError,
+            r"offset \+ seq_len - 1 \(the last position\)",
+        ),
+        (
+            lambda: LearnedPositionalEncoding(4)(torch.zeros(1, 3, 4), offset=2**60),
+            ValueError,
+            r"offset must be a non-negative int at most 2\*\*53 - 1",
+        ),
+    ],
+)
+def test_huge_positions_and_sizes_are_rejected_by_name(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_the_largest_exact_position_still_works():
+    """Position 2**53 - 1 is the last one float64 holds: its row is the formula's."""
+    last = 2**53 - 1
+    row = sinusoidal_table(1, 2, offset=last, dtype=torch.float64)[0]
+    expected = torch.tensor([math.sin(float(last)), math.cos(float(last))], dtype=torch.float64)
+    torch.testing.assert_close(row, expected, rtol=0, atol=1e-15)
+    before = sinusoidal_table(1, 2, offset=last - 1, dtype=torch.float64)[0]
+    assert not torch.equal(row, before)

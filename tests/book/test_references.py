@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIB = ROOT / "book" / "references.bib"
 ENTRY = re.compile(r"@(?P<type>\w+)\{(?P<key>[^,\s]+),(?P<body>.*?)\n\}", re.S)
 CITATION = re.compile(r"\{(?:cite|footcite)(?::[a-z]+)?\}`(?P<keys>[^`]+)`")

@@ -26,7 +26,7 @@ import pytest
 
 pytestmark = pytest.mark.binder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BINDER = ROOT / "binder"
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 UNREACHABLE_INDEX = re.compile(r"^\s*--extra-index-url\s+https://download\.pytorch\.org/")

@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pe_reference import reference_table
 
-from pe_lib import angular_frequencies, sinusoidal_table, wavelengths
+from pe_lib import angular_frequencies, relative_shift_matrix, sinusoidal_table, wavelengths
 from pe_lib.sinusoidal import _CHUNK_POSITIONS
 
 d_models = st.integers(min_value=1, max_value=48)
 bases = st.floats(min_value=1.5, max_value=1e5, allow_nan=False, allow_infinity=False)
 starts = st.integers(min_value=0, max_value=1_000_000)
-layouts = st.sampled_from(["interleaved", "concat"])
+layouts = st.sampled_from(["interleaved", "half"])
 
 # Max abs error allowed against the float64 reference: float64 angles agree to ~1e-10 at
 # position 1e6 (the reference divides by base^(2i/d), pe_lib multiplies by base^(-2i/d)), and a
@@ -35,7 +35,7 @@ ATOL = {torch.float64: 1e-9, torch.float32: 1e-7}
 )
 def test_table_matches_reference(num_positions, d_model, base, start, layout, dtype):
     table = sinusoidal_table(
-        num_positions, d_model, base=base, start=start, layout=layout, dtype=dtype
+        num_positions, d_model, base=base, offset=start, layout=layout, dtype=dtype
     )
     assert table.shape == (num_positions, d_model)
     assert table.dtype == dtype
@@ -46,7 +46,7 @@ def test_table_matches_reference(num_positions, d_model, base, start, layout, dt
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
 @pytest.mark.parametrize("device", [None, "cpu", torch.device("cpu")])
 def test_dtype_and_device_arguments(dtype, device):
-    table = sinusoidal_table(50, 9, start=1000, dtype=dtype, device=device)
+    table = sinusoidal_table(50, 9, offset=1000, dtype=dtype, device=device)
     assert table.dtype == dtype and table.device.type == "cpu" and table.shape == (50, 9)
     # Cast from float64 values: within half an ulp of the largest magnitude, 1.
     half_ulp = torch.finfo(dtype).eps / 2
@@ -63,14 +63,12 @@ def test_meta_device_and_defaults():
 
 
 @given(d_model=d_models, start=starts, base=bases)
-def test_concat_layout_is_a_permutation_of_interleaved(d_model, start, base):
-    interleaved = sinusoidal_table(5, d_model, base=base, start=start, dtype=torch.float64)
-    concat = sinusoidal_table(
-        5, d_model, base=base, start=start, layout="concat", dtype=torch.float64
-    )
+def test_half_layout_is_a_permutation_of_interleaved(d_model, start, base):
+    interleaved = sinusoidal_table(5, d_model, base=base, offset=start, dtype=torch.float64)
+    half = sinusoidal_table(5, d_model, base=base, offset=start, layout="half", dtype=torch.float64)
     sines_then_cosines = list(range(0, d_model, 2)) + list(range(1, d_model, 2))
     assert sorted(sines_then_cosines) == list(range(d_model))
-    assert torch.equal(concat, interleaved[:, sines_then_cosines])
+    assert torch.equal(half, interleaved[:, sines_then_cosines])
 
 
 @given(d_model=d_models, start=starts, base=bases)
@@ -80,7 +78,7 @@ def test_squared_norm(d_model, start, base):
     For odd d = 2m + 1 the last column is a sine without its cosine partner, at frequency
     omega_m = base^(-2m/d) = base^(-(d-1)/d): ||PE(pos)||^2 = (d-1)/2 + sin^2(pos * omega_m).
     """
-    table = sinusoidal_table(20, d_model, base=base, start=start, dtype=torch.float64)
+    table = sinusoidal_table(20, d_model, base=base, offset=start, dtype=torch.float64)
     squared_norms = (table**2).sum(dim=1).numpy()
     positions = np.arange(start, start + 20, dtype=np.float64)
     if d_model % 2 == 0:
@@ -118,7 +116,7 @@ def test_paper_wavelength_range():
 def test_start_is_a_window_of_a_longer_table(start, d_model):
     """Rows are computed from integer positions, so a window starting at ``start`` is
     bitwise the same as the matching rows of a table starting at 0."""
-    window = sinusoidal_table(8, d_model, start=start, dtype=torch.float64)
+    window = sinusoidal_table(8, d_model, offset=start, dtype=torch.float64)
     longer = sinusoidal_table(start + 8, d_model, dtype=torch.float64)
     assert torch.equal(window, longer[start:])
 
@@ -136,3 +134,20 @@ def test_odd_d_model_last_column_is_a_sine():
     table = sinusoidal_table(30, 7, dtype=torch.float64)
     positions = torch.arange(30, dtype=torch.float64)
     torch.testing.assert_close(table[:, 6], torch.sin(positions * 10000.0 ** (-6 / 7)))
+
+
+@pytest.mark.parametrize("d_model", [6, 7])
+def test_half_is_the_one_name_of_the_split_layout_and_concat_its_alias(d_model):
+    """``"half"`` (RoPE's word for sines then cosines) and the older ``"concat"`` give one table,
+    in tables and shift matrices alike; ``start`` is the older name of ``offset``."""
+    half = sinusoidal_table(9, d_model, layout="half", offset=4, dtype=torch.float64)
+    assert torch.equal(
+        half, sinusoidal_table(9, d_model, layout="concat", offset=4, dtype=torch.float64)
+    )
+    expected = reference_table(9, d_model, start=4, layout="concat")
+    np.testing.assert_allclose(half.numpy(), expected, rtol=0, atol=1e-12)
+    if d_model % 2 == 0:
+        assert torch.equal(
+            relative_shift_matrix(3, d_model, layout="half"),
+            relative_shift_matrix(3, d_model, layout="concat"),
+        )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8"), re.M | re.S)
 PRINT_WITH_EXPECTATION = re.compile(r"^\s*print\(.*\)\s*#\s*(?P<expected>.+?)\s*$")
 

@@ -39,7 +39,7 @@ except ImportError:  # reported by the `browser` fixture (skip outside CI, failu
 
 pytestmark = pytest.mark.html
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # $BOOK_HTML_DIR checks another build (e.g. one made with --path-output); default: `make book`'s.
 HTML_DIR = Path(os.environ.get("BOOK_HTML_DIR", ROOT / "_build" / "html")).resolve()
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

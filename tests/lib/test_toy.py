@@ -246,3 +246,73 @@ def test_evaluate_rejects_bad_arguments():
         evaluate(model, 8, num_sequences=0)
     with pytest.raises(ValueError, match="max_len=16"):
         evaluate(model, 17)
+
+
+# --- attention weights --------------------------------------------------------------------------
+
+
+def _weights_step_by_step(model: ShiftedCopyModel, tokens: torch.Tensor) -> torch.Tensor:
+    """The attention weights recomputed from the model's layers, as chapter 7 once did."""
+    from pe_lib.alibi import alibi_bias
+    from pe_lib.rope import apply_rope
+
+    hidden = model.norm_attention(model.encoding(model.embedding(tokens)))
+    batch, length, _ = hidden.shape
+    q, k, _ = (
+        t.view(batch, length, model.num_heads, model.head_dim).transpose(1, 2)
+        for t in model.qkv(hidden).chunk(3, dim=-1)
+    )
+    if model.position == "rope":
+        q, k = apply_rope(q), apply_rope(k)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(model.head_dim)
+    if model.position == "alibi":
+        scores = scores + alibi_bias(model.num_heads, length, length)
+    causal = torch.ones(length, length, dtype=torch.bool).tril()
+    return scores.masked_fill(~causal, -math.inf).softmax(dim=-1)
+
+
+@pytest.mark.parametrize("position", POSITION_KINDS)
+def test_model_returns_its_attention_weights(position):
+    model = ShiftedCopyModel(position, d_model=16, num_heads=2, max_len=16).eval()
+    tokens = torch.randint(16, (3, 10))
+    with torch.no_grad():
+        logits, weights = model(tokens, return_weights=True)
+        assert torch.equal(logits, model(tokens))
+        expected = _weights_step_by_step(model, tokens)
+    assert weights.shape == (3, 2, 10, 10)
+    torch.testing.assert_close(weights, expected)
+
+
+def test_return_weights_must_be_a_bool():
+    model = ShiftedCopyModel("none", d_model=16, num_heads=2)
+    with pytest.raises(TypeError, match="return_weights must be a bool, got 1"):
+        model(torch.zeros(1, 4, dtype=torch.int64), return_weights=1)
+
+
+def test_rope_with_an_odd_head_size_names_the_model_arguments():
+    with pytest.raises(
+        ValueError, match=r"position='rope' .*d_model=6, num_heads=2 \(head_dim=3\)"
+    ):
+        ShiftedCopyModel("rope", d_model=6, num_heads=2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "names"),
+    [
+        ({"seed": -1}, ValueError, "seed"),
+        ({"seed": 10**30}, ValueError, "seed"),
+        ({"seed": True}, TypeError, "seed"),
+        ({"lr": float("inf")}, ValueError, "lr"),
+        ({"lr": True}, TypeError, "lr"),
+        ({"steps": 10**30}, ValueError, "steps"),
+    ],
+)
+def test_train_bounds_seeds_rates_and_steps(kwargs, error, names):
+    model = ShiftedCopyModel("none", d_model=16, num_heads=2)
+    with pytest.raises(error, match=names):
+        train(model, **{"steps": 1, **kwargs})
+
+
+def test_batch_rejects_a_generator_that_is_not_one():
+    with pytest.raises(TypeError, match="generator must be a torch.Generator or None, got 0"):
+        shifted_copy_batch(2, 8, generator=0)

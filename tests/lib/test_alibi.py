@@ -158,7 +158,7 @@ def test_adding_a_causal_mask_afterwards_changes_nothing():
         (lambda: alibi_bias(4, 0, 3), ValueError, r"q_len must be a positive int.*got 0"),
         (lambda: alibi_bias(4, 3, -2), ValueError, r"k_len must be a positive int.*got -2"),
         (lambda: alibi_bias(4, 5, 3), ValueError, r"q_len must be at most k_len=3.*q_len=5"),
-        (lambda: alibi_bias(4, 3, 3, causal=1), TypeError, r"causal must be a bool, got 1"),
+        (lambda: alibi_bias(4, 3, 3, causal=1), TypeError, r"causal must be True or False, got 1"),
         (
             lambda: alibi_bias(4, 3, 3, dtype=torch.int64),
             TypeError,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pe_lib import relative_shift_matrix, sinusoidal_table
 
 even_d_models = st.integers(min_value=1, max_value=32).map(lambda half: 2 * half)
-layouts = st.sampled_from(["interleaved", "concat"])
+layouts = st.sampled_from(["interleaved", "half"])
 bases = st.floats(min_value=1.5, max_value=1e5, allow_nan=False, allow_infinity=False)
 
 
@@ -25,14 +25,14 @@ def test_shift_identity(d_model, pos, k, layout, base):
     if pos + k < 0:
         pos = -k  # the table starts at position 0
     matrix = relative_shift_matrix(k, d_model, base=base, layout=layout)
-    here = sinusoidal_table(1, d_model, base=base, start=pos, layout=layout, dtype=torch.float64)
+    here = sinusoidal_table(1, d_model, base=base, offset=pos, layout=layout, dtype=torch.float64)
     there = sinusoidal_table(
-        1, d_model, base=base, start=pos + k, layout=layout, dtype=torch.float64
+        1, d_model, base=base, offset=pos + k, layout=layout, dtype=torch.float64
     )
     torch.testing.assert_close(matrix @ here[0], there[0], rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("layout", ["interleaved", "concat"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("k", [1, 7, 250])
 def test_one_matrix_shifts_every_position(layout, k):
     """The same M_k maps every row of a table to the row k further on."""

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
+import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -39,7 +42,7 @@ class ArticlePositionalEncoding(nn.Module):
 
 
 def table64(num_positions: int, d_model: int, start: int = 0) -> torch.Tensor:
-    return sinusoidal_table(num_positions, d_model, start=start, dtype=torch.float64)
+    return sinusoidal_table(num_positions, d_model, offset=start, dtype=torch.float64)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -225,3 +228,82 @@ def test_article_name_and_signature():
     x = torch.randn(2, 100, 32)
     article = ArticlePositionalEncoding(32, 100, 0.25).eval()
     torch.testing.assert_close(module.eval()(x), article(x), rtol=0, atol=1e-5)
+
+
+# --- tracing, compiling, scripting ---------------------------------------------------------------
+
+MODULES = [
+    lambda: SinusoidalPositionalEncoding(8, max_len=16, dropout=0.0),
+    lambda: LearnedPositionalEncoding(8, max_len=16, dropout=0.0),
+]
+TRACE_IS_DEPRECATED = pytest.mark.filterwarnings(
+    r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning"
+)
+
+
+@TRACE_IS_DEPRECATED
+@pytest.mark.parametrize("build", MODULES, ids=["sinusoidal", "learned"])
+def test_a_trace_holds_for_every_length_within_max_len(build):
+    """Traced at one length, the module gives the same output at other lengths, and tracing
+    raises no TracerWarning (the checks of the example input run in Python, not in the trace)."""
+    torch.manual_seed(0)
+    module = build().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", torch.jit.TracerWarning)
+        traced = torch.jit.trace(module, (torch.randn(2, 5, 8),))
+    for seq_len in (1, 7, 16):
+        x = torch.randn(3, seq_len, 8)
+        assert torch.equal(traced(x), module(x)), seq_len
+
+
+@TRACE_IS_DEPRECATED
+def test_tracing_checks_the_example_input():
+    with pytest.raises(ValueError, match="max_len=16"):
+        torch.jit.trace(LearnedPositionalEncoding(8, max_len=16), (torch.randn(1, 17, 8),))
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, seq_len, d_model\)"):
+        torch.jit.trace(SinusoidalPositionalEncoding(8), (torch.randn(1, 5, 9),))
+
+
+@pytest.mark.parametrize("build", MODULES, ids=["sinusoidal", "learned"])
+@TRACE_IS_DEPRECATED
+def test_scripting_is_refused_with_the_alternatives(build):
+    with pytest.raises(TypeError, match=r"cannot be compiled with torch.jit.script.*torch.compile"):
+        torch.jit.script(build())
+
+
+@pytest.mark.parametrize("build", MODULES, ids=["sinusoidal", "learned"])
+def test_compiles_in_one_graph(build):
+    """``fullgraph=True`` fails on any graph break; the ``aot_eager`` backend traces the graph
+    through AOTAutograd without generating code, so it needs no C compiler."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    module = build().eval()
+    compiled = torch.compile(module, fullgraph=True, backend="aot_eager")
+    for seq_len, offset in ((5, 0), (7, 3)):
+        x = torch.randn(2, seq_len, 8)
+        assert torch.equal(compiled(x, offset=offset), module(x, offset=offset))
+
+
+@pytest.mark.skipif(
+    os.environ.get("PE_LIB_TEST_INDUCTOR") != "1",
+    reason="inductor compiles C++ for about a minute; set PE_LIB_TEST_INDUCTOR=1 to run it",
+)
+@pytest.mark.skipif(
+    shutil.which(os.environ.get("CXX", "c++")) is None,
+    reason="torch.compile's inductor backend needs a C++ compiler, and none was found",
+)
+def test_compiles_with_inductor():
+    torch._dynamo.reset()
+    module = SinusoidalPositionalEncoding(8, max_len=16, dropout=0.0).eval()
+    compiled = torch.compile(module, fullgraph=True)
+    x = torch.randn(2, 5, 8)
+    torch.testing.assert_close(compiled(x), module(x))
+
+
+@pytest.mark.parametrize("build", MODULES, ids=["sinusoidal", "learned"])
+def test_exports(build):
+    torch.manual_seed(0)
+    module = build().eval()
+    x = torch.randn(2, 5, 8)
+    exported = torch.export.export(module, (x,))
+    assert torch.equal(exported.module()(x), module(x))

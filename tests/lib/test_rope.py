@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -236,9 +237,10 @@ def test_bf16_tolerance_catches_bfloat16_angles(m, n):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_half_precision_output_is_one_rounding_of_the_float64_result(layout, dtype):
-    x = torch.randn(2, 4, 40, 32).to(dtype)
-    positions = torch.arange(30_000, 30_040)
+@pytest.mark.parametrize("shape", [(2, 4, 40, 32), (4, 8, 300, 64)])  # one block, many blocks
+def test_half_precision_output_is_one_rounding_of_the_float64_result(layout, dtype, shape):
+    x = torch.randn(shape).to(dtype)
+    positions = torch.arange(30_000, 30_000 + shape[-2])
     out = apply_rope(x, positions, layout=layout)
     assert out.dtype == dtype
     truth = apply_rope(x.double(), positions, layout=layout)
@@ -338,16 +340,124 @@ def test_decoding_token_by_token_equals_full_sequence(layout):
     torch.testing.assert_close(torch.cat(k_parts, dim=-2), k_full, rtol=0, atol=0)
 
 
-def test_rotary_embedding_has_no_state_and_follows_dtype():
-    rotary = RotaryEmbedding(8, base=500.0, layout="half")
-    assert rotary.state_dict() == {}
-    assert list(rotary.parameters()) == [] and list(rotary.buffers()) == []
+def test_rotary_embedding_caches_tables_but_has_no_state_and_follows_dtype():
+    rotary = RotaryEmbedding(8, base=500.0, layout="half", max_len=16)
+    assert rotary.state_dict() == {} and list(rotary.parameters()) == []
+    # the cached cos and sin: float64, one row per position, kept in float64 through casts
+    assert [tuple(b.shape) for b in rotary.buffers()] == [(16, 4), (16, 4)]
+    for cast in (lambda m: m.to(torch.bfloat16), lambda m: m.half(), lambda m: m.float()):
+        assert all(b.dtype == torch.float64 for b in cast(rotary).buffers())
+    angles = rope_angles(torch.arange(16), 8, base=500.0)
+    torch.testing.assert_close(rotary.cos_table, angles.cos(), rtol=0, atol=0)
+    torch.testing.assert_close(rotary.sin_table, angles.sin(), rtol=0, atol=0)
     q = torch.randn(1, 3, 8, dtype=torch.bfloat16)
     q_rot, k_rot = rotary(q, q, offset=4)
     assert q_rot.dtype == torch.bfloat16
-    torch.testing.assert_close(q_rot, apply_rope(q, torch.arange(4, 7), base=500.0, layout="half"))
+    torch.testing.assert_close(
+        q_rot, apply_rope(q, torch.arange(4, 7), base=500.0, layout="half"), rtol=0, atol=0
+    )
     torch.testing.assert_close(k_rot, q_rot)
-    assert "head_dim=8" in repr(rotary) and "'half'" in repr(rotary)
+    # beyond the cache, computed on the fly with the same values
+    q_far = torch.randn(2, 20, 8)
+    torch.testing.assert_close(
+        rotary(q_far, q_far, offset=10)[0],
+        apply_rope(q_far, torch.arange(10, 30), base=500.0, layout="half"),
+        rtol=0,
+        atol=0,
+    )
+    assert (
+        "head_dim=8" in repr(rotary) and "'half'" in repr(rotary) and "max_len=16" in repr(rotary)
+    )
+
+
+TRACE_IS_DEPRECATED = pytest.mark.filterwarnings(
+    r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning"
+)
+
+
+@TRACE_IS_DEPRECATED
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_trace_holds_for_every_length_within_max_len(layout):
+    rotary = RotaryEmbedding(16, layout=layout, max_len=32)
+    example = torch.randn(2, 3, 5, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", torch.jit.TracerWarning)
+        traced = torch.jit.trace(rotary, (example, example))
+    for seq_len in (1, 7, 32):
+        q = torch.randn(2, 3, seq_len, 16)
+        for got, expected in zip(traced(q, q), rotary(q, q), strict=True):
+            torch.testing.assert_close(got, expected)
+    with pytest.raises(
+        ValueError, match=r"trace with offset \+ seq_len <= 32, got offset=0 and seq_len 33"
+    ):
+        torch.jit.trace(rotary, (torch.randn(1, 33, 16), torch.randn(1, 33, 16)))
+
+
+@TRACE_IS_DEPRECATED
+def test_scripting_is_refused_with_the_alternatives():
+    with pytest.raises(TypeError, match=r"cannot be compiled with torch.jit.script.*torch.compile"):
+        torch.jit.script(RotaryEmbedding(8))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_compiles_in_one_graph(layout):
+    """``fullgraph=True`` fails on any graph break; ``aot_eager`` needs no C compiler."""
+    torch._dynamo.reset()
+    rotary = RotaryEmbedding(
+        16,
+        layout=layout,
+        scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8},
+    )
+    compiled = torch.compile(rotary, fullgraph=True, backend="aot_eager")
+    for seq_len, offset in ((5, 0), (7, 3)):
+        q, k = torch.randn(2, 4, seq_len, 16), torch.randn(2, 1, seq_len, 16)
+        for got, expected in zip(
+            compiled(q, k, offset=offset), rotary(q, k, offset=offset), strict=True
+        ):
+            torch.testing.assert_close(got, expected)
+
+
+# --- blocks (no autograd) against the plain formula (autograd) ---------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize(
+    "shape", [(70_000, 4), (3, 50_000, 6), (2, 5, 3000, 64), (1, 3, 2, 70_000, 2)]
+)
+def test_blockwise_rotation_equals_the_differentiable_formula(layout, dtype, shape):
+    """Inputs larger than one block (2**17 elements), split along every kind of leading dimension."""
+    x = torch.randn(shape).to(dtype)
+    positions = torch.randint(0, 10**6, shape[-2:-1])
+    blockwise = apply_rope(x, positions, layout=layout)
+    differentiable = apply_rope(x.clone().requires_grad_(), positions, layout=layout).detach()
+    torch.testing.assert_close(blockwise, differentiable)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_blockwise_rotation_with_strided_input_and_per_vector_positions(layout):
+    qkv = torch.randn(4, 1500, 6, 3 * 32)  # (batch, seq_len, heads, 3 * head_dim)
+    q = qkv[..., 32:64].transpose(1, 2)  # (batch, heads, seq_len, head_dim), strided
+    positions = torch.randint(0, 10**5, (4, 1, 1500))
+    out = apply_rope(q, positions, layout=layout)
+    torch.testing.assert_close(
+        out, apply_rope(q.contiguous(), positions, layout=layout), rtol=0, atol=0
+    )
+    truth = apply_rope(q.contiguous().double(), positions, layout=layout)
+    torch.testing.assert_close(out.double(), truth, rtol=0, atol=1e-5)
+
+
+def test_fractional_positions():
+    x = torch.randn(3, 8, dtype=torch.float64)
+    positions = torch.tensor([0.25, 10.5, 1e6 / 3], dtype=torch.float64)
+    for layout in LAYOUTS:
+        expected = complex_rope(x.numpy(), positions.numpy(), layout)
+        np.testing.assert_allclose(
+            apply_rope(x, positions, layout=layout).numpy(), expected, atol=1e-9
+        )
+    np.testing.assert_allclose(
+        rope_angles(positions, 8).numpy(), positions.numpy()[:, None] * numpy_theta(8), rtol=1e-15
+    )
 
 
 def test_toy_model_with_rope_and_alibi_runs_and_learns_gradients():
@@ -439,6 +549,34 @@ def test_toy_model_with_rope_and_alibi_runs_and_learns_gradients():
             lambda: apply_rope(torch.randn(5, 8), base="big"),
             TypeError,
             r"base must be a real number > 1.*'big'",
+        ),
+        (
+            lambda: apply_rope(torch.randn(2, 8), torch.tensor([0, 2**53])),
+            ValueError,
+            r"positions must be at most 2\*\*53 - 1.*9007199254740992",
+        ),
+        (
+            lambda: apply_rope(
+                torch.randn(2, 8), torch.tensor([0.0, float("nan")], dtype=torch.float64)
+            ),
+            ValueError,
+            r"positions must be finite",
+        ),
+        (
+            lambda: apply_rope(torch.randn(2, 8), torch.tensor([0.0, -0.5], dtype=torch.float64)),
+            ValueError,
+            r"positions must be non-negative.*-0\.5",
+        ),
+        (
+            lambda: RotaryEmbedding(8)(torch.randn(2, 8), torch.randn(2, 8), offset=2**53 - 1),
+            ValueError,
+            r"offset \+ q.shape\[-2\] - 1 \(the last position\) must be at most 2\*\*53 - 1.*offset=9007199254740991",
+        ),
+        (lambda: RotaryEmbedding(8, max_len=0), ValueError, r"max_len must be a positive int.*0"),
+        (
+            lambda: RotaryEmbedding(8)(torch.randn(2, 8), torch.randn(2, 8), seq_len=1),
+            ValueError,
+            r"seq_len must be at least offset \+ q.shape\[-2\] = 2.*seq_len=1",
         ),
         (lambda: rope_angles(torch.arange(4), 5), ValueError, r"head_dim must be even.*5"),
         (

@@ -1,0 +1,314 @@
+r"""What every homework checker shares.
+
+* :class:`~pe_lib.checks.CheckFailed`, the failure a checker raises, and
+  :class:`~pe_lib.checks.Note`, a remark that does not fail;
+* :class:`~pe_lib.checks.Mistake`, one declared mistake (its code, a *what is wrong* and a
+  *how to fix it* template), and :class:`~pe_lib.checks.Catalogue`, the mistakes of one
+  checker in the order it looks for them; a checker's list of codes is read from its
+  catalogue, never kept by hand;
+* :func:`call_student`, calling student code so that an error in it is reported as the call
+  that raised, not as a traceback from inside the checker;
+* :class:`Tolerance`, the error allowed for a sinusoid computed in a given precision;
+* :func:`as_float64`, what the student handed in (numpy array or torch tensor) as a float64
+  CPU tensor;
+* :func:`reference`, the correct sinusoidal table (Vaswani et al., 2017, section 3.5) at any
+  float64 positions, from :func:`pe_lib.sinusoidal.angular_frequencies`.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import numpy as np
+import torch
+
+from ..sinusoidal import angular_frequencies
+
+__all__ = [
+    "ANGLE_ERROR_CAP",
+    "EPS16",
+    "EPS32",
+    "EPS64",
+    "EPS_BF16",
+    "Catalogue",
+    "CheckFailed",
+    "Mistake",
+    "Note",
+    "NotAnArray",
+    "T",
+    "Tolerance",
+    "angle_ulps",
+    "as_float64",
+    "call_student",
+    "column_frequencies",
+    "dtype_name",
+    "fmt_base",
+    "reference",
+]
+
+#: The type a student's function returns, passed through by :func:`call_student`.
+T = TypeVar("T")
+
+EPS64 = float(torch.finfo(torch.float64).eps)
+EPS32 = float(torch.finfo(torch.float32).eps)
+EPS16 = float(torch.finfo(torch.float16).eps)
+EPS_BF16 = float(torch.finfo(torch.bfloat16).eps)
+
+
+class CheckFailed(AssertionError):
+    """A checker recognised a mistake.
+
+    Attributes:
+        mistake: a short code naming the mistake (one of the checker's ``.mistakes``).
+        message: the explanation, also ``str(exc)``: what is wrong, then ``Fix:`` and how.
+    """
+
+    def __init__(self, mistake: str, message: str) -> None:
+        super().__init__(message)
+        self.mistake = mistake
+        self.message = message
+
+    def __reduce__(self) -> tuple[type[CheckFailed], tuple[str, str]]:
+        return (type(self), (self.mistake, self.message))  # (mistake, message) survive pickling
+
+
+@dataclass(frozen=True)
+class Note:
+    """A property a checker looked at that does not fail by default (``strict=False``).
+
+    Attributes:
+        mistake: the code the checker raises for it with ``strict=True``.
+        message: what was seen and how to fix it.
+    """
+
+    mistake: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """One mistake a checker recognises, declared once.
+
+    ``what`` and ``how`` are ``str.format`` templates; their fields are filled in where
+    the mistake is found. Several records may share a ``code`` (variants of one mistake).
+
+    Attributes:
+        code: the short name students see as ``CheckFailed.mistake``.
+        what: what is wrong, in plain words.
+        how: how to fix it (printed after ``Fix:``).
+    """
+
+    code: str
+    what: str
+    how: str
+
+    def __post_init__(self) -> None:
+        if not self.code.isidentifier():
+            raise ValueError(f"a mistake code must be an identifier, got {self.code!r}")
+
+    def fields(self) -> set[str]:
+        """The template fields of ``what`` and ``how``."""
+        return {
+            name
+            for template in (self.what, self.how)
+            for _, name, _, _ in string.Formatter().parse(template)
+            if name
+        }
+
+    def explain(self, context: str = "", evidence: str = "", /, **fields: object) -> str:
+        """``context + what``, then ``evidence``, then ``Fix: how``."""
+        what, how = self.what.format(**fields), self.how.format(**fields)
+        return f"{context}{what}{' ' + evidence if evidence else ''} Fix: {how}"
+
+    def fail(self, context: str = "", evidence: str = "", /, **fields: object) -> CheckFailed:
+        """The :class:`~pe_lib.checks.CheckFailed` to raise (``raise mistake.fail(...) from cause``)."""
+        return CheckFailed(self.code, self.explain(context, evidence, **fields))
+
+    def note(self, context: str = "", evidence: str = "", /, **fields: object) -> Note:
+        """The same explanation as a :class:`~pe_lib.checks.Note`, for a property checked only when strict."""
+        return Note(self.code, self.explain(context, evidence, **fields))
+
+
+@dataclass
+class Catalogue:
+    """The mistakes of one checker, in the order it looks for them.
+
+    ``codes`` (also ``checker.mistakes`` and the ``*_MISTAKES`` tuples) is derived from the
+    declarations, so a new mistake is one :meth:`declare` call.
+    """
+
+    checker: str
+    _records: list[Mistake] = field(default_factory=list)
+
+    def declare(self, code: str, what: str, how: str) -> Mistake:
+        """Declare a mistake (or one more variant of a declared code) and return it."""
+        record = Mistake(code, what, how)
+        self._records.append(record)
+        return record
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """Every declared code, once, in declaration order."""
+        return tuple(dict.fromkeys(record.code for record in self._records))
+
+    def __iter__(self) -> Iterator[Mistake]:
+        return iter(tuple(self._records))
+
+    def __contains__(self, code: object) -> bool:
+        return code in self.codes
+
+
+def call_student(mistake: Mistake, call: str, function: Callable[..., T], *args: object) -> T:
+    """``function(*args)``; an exception in it becomes ``mistake`` (code ``"exception"``).
+
+    The message names ``call`` (how the checker called the student's code) and the error;
+    the original exception is chained as ``__cause__``.
+    """
+    try:
+        return function(*args)
+    except Exception as error:
+        raise mistake.fail(call=call, error_type=type(error).__name__, error=error) from error
+
+
+# Tolerances ----------------------------------------------------------------------------------
+
+
+def angle_ulps(base: float) -> float:
+    r"""Rounding steps in forming the angle :math:`pos\,\omega_i`: :math:`\ln \mathrm{base} + 4`.
+
+    :math:`\omega_i = \mathrm{base}^{-2i/d}` computed as ``exp(-2i/d * ln(base))`` carries the
+    rounding of an exponent up to :math:`\ln \mathrm{base}`; the product adds a few more.
+    """
+    return math.log(base) + 4.0
+
+
+#: The most an angle's rounding may move an accepted entry. Beyond it (a float32 angle past
+#: about 6,000 positions, a float64 one past about 10**12) the rounding bound would accept
+#: any value in [-1, 1]; an entry off by more than this is wrong, and if the formula is right
+#: it is named ``"precision"``.
+ANGLE_ERROR_CAP = 0.01
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    r"""Allowed error :math:`4\,\varepsilon_v + \min(u\,\varepsilon_a\,|angle|,\ c)`.
+
+    Attributes:
+        value_eps: machine epsilon of the values (rounding of numbers in [-1, 1]).
+        angle_eps: machine epsilon of the precision the angles were formed in.
+        angle_ulps: :func:`angle_ulps` of the base.
+        angle_cap: the cap ``c`` of the angle term: none (``inf``) unless given;
+            :data:`ANGLE_ERROR_CAP` for tables (:meth:`for_table`).
+    """
+
+    value_eps: float
+    angle_eps: float
+    angle_ulps: float
+    angle_cap: float = math.inf
+
+    VALUE_ULPS = 4.0
+
+    @classmethod
+    def for_table(cls, value_eps: float, base: float) -> Tolerance:
+        """A table of that epsilon: angles in its precision, but at least float32; capped."""
+        return cls(value_eps, min(value_eps, EPS32), angle_ulps(base), ANGLE_ERROR_CAP)
+
+    def __call__(self, angles: torch.Tensor) -> torch.Tensor:
+        """Per-entry bound, the shape of ``angles``."""
+        angle_term = (self.angle_ulps * self.angle_eps * angles.abs()).clamp(max=self.angle_cap)
+        return self.VALUE_ULPS * self.value_eps + angle_term
+
+    def coarser(self, angle_eps: float, angle_cap: float | None = None) -> Tolerance:
+        """The envelope of a table computed in half precision: bfloat16 values, and angles
+        formed with epsilon ``angle_eps`` (float16's or bfloat16's), capped at ``angle_cap``
+        (by default, this tolerance's cap)."""
+        return Tolerance(
+            max(self.value_eps, EPS_BF16),
+            max(self.angle_eps, angle_eps),
+            self.angle_ulps,
+            self.angle_cap if angle_cap is None else angle_cap,
+        )
+
+
+# What the student handed in ------------------------------------------------------------------
+
+
+def dtype_name(dtype: object) -> str:
+    """``torch.float32`` -> ``"float32"``; numpy dtypes as they print."""
+    return str(dtype).removeprefix("torch.")
+
+
+class NotAnArray(Exception):
+    """:func:`as_float64` could not read a value; ``str()`` says what it was."""
+
+
+def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, str, float]:
+    """A float64 CPU copy of a real numpy array or torch tensor, its dtype name and epsilon.
+
+    Args:
+        value: what the student handed in; never modified.
+        integers: accept integer dtypes too (their epsilon is float64's).
+
+    Returns:
+        ``(values, dtype name, eps)``, ``eps`` at least float64's.
+
+    Raises:
+        NotAnArray: not a numpy array or torch tensor, or not of a real (floating, or with
+            ``integers`` integer) dtype; the message says what it is.
+    """
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point():
+            eps = float(torch.finfo(value.dtype).eps)
+        elif integers and not value.is_complex() and value.dtype != torch.bool:
+            eps = EPS64
+        else:
+            raise NotAnArray(f"a {dtype_name(value.dtype)} tensor")
+        return value.detach().to("cpu", torch.float64), dtype_name(value.dtype), max(eps, EPS64)
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f":
+            eps = float(np.finfo(value.dtype).eps)
+        elif integers and value.dtype.kind in "iu":
+            eps = EPS64
+        else:
+            raise NotAnArray(f"a numpy array of dtype {value.dtype}")
+        values = torch.from_numpy(np.array(value, dtype=np.float64, copy=True))
+        return values, str(value.dtype), max(eps, EPS64)
+    raise NotAnArray(f"a {type(value).__name__}")
+
+
+# The correct table ---------------------------------------------------------------------------
+
+
+def column_frequencies(d_model: int, base: float) -> torch.Tensor:
+    """The angular frequency of each column, ``omega_(j // 2)``: shape ``(d_model,)`` float64."""
+    return angular_frequencies(d_model, base).repeat_interleave(2)[:d_model]
+
+
+def reference(
+    positions: torch.Tensor, d_model: int, base: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""The sinusoidal table at ``positions`` and its angles.
+
+    :math:`PE(pos, 2i) = \sin(pos\,\omega_i)`, :math:`PE(pos, 2i+1) = \cos(pos\,\omega_i)`:
+    the values of :func:`pe_lib.sinusoidal.sinusoidal_table`, at any float64 positions.
+
+    Args:
+        positions: ``(n,)`` float64.
+        d_model: number of columns.
+        base: frequency base.
+
+    Returns:
+        ``(values, angles)``, both ``(n, d_model)`` float64.
+    """
+    angles = positions[:, None] * column_frequencies(d_model, base)[None, :]
+    is_sin = torch.arange(d_model) % 2 == 0
+    return torch.where(is_sin, torch.sin(angles), torch.cos(angles)), angles
+
+
+def fmt_base(base: float) -> str:
+    """``10000.0`` -> ``"10000"``; other values with six significant digits."""
+    return f"{base:.0f}" if base == round(base) and abs(base) < 1e15 else f"{base:.6g}"

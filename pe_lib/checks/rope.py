@@ -1,0 +1,831 @@
+r"""``check_rope``: a rotary position embedding, checked against its definition.
+
+RoFormer (Su et al., 2021), eq. 34: channel pair ``i`` of a query or key at position ``m`` is
+rotated by the angle :math:`m\,\theta_i`, :math:`\theta_i = \mathrm{base}^{-2i/d}`
+(``d = head_dim``):
+
+.. math::
+
+    \begin{pmatrix} y_a \\ y_b \end{pmatrix}
+    = \begin{pmatrix} \cos m\theta_i & -\sin m\theta_i \\ \sin m\theta_i & \cos m\theta_i
+      \end{pmatrix} \begin{pmatrix} x_a \\ x_b \end{pmatrix},
+
+pair ``i`` being channels ``(2i, 2i+1)`` in the ``"interleaved"`` layout (RoFormer, Meta's Llama
+code) and ``(i, i + d/2)`` in the ``"half"`` layout (GPT-NeoX, Hugging Face's ``rotate_half``).
+With a ``scaling`` (a ``config.json`` ``rope_scaling`` entry) the :math:`\theta_i` and the
+factor multiplying cos and sin are those of :func:`pe_lib.rope_scaling.rope_frequencies`.
+
+The reference is computed here in float64 from the student's own input values, so a result is
+compared with the exact rotation of exactly what the student received.
+
+**Tolerance.** Pair ``i`` of a result may differ from the reference by at most
+:math:`\lVert x_{\mathrm{pair}} \rVert\, a\,(4\,\varepsilon_v + \min(u\,\varepsilon_{32}\,
+|m\theta_i|,\ 0.01))`, ``a`` the attention factor, :math:`\varepsilon_v` the machine epsilon of
+the input's dtype but at least float32's, :math:`u = \ln \mathrm{base} + 4` (+4 with a scaling)
+rounding steps in forming the angle, and 0.01 the cap
+:data:`~pe_lib.checks._core.ANGLE_ERROR_CAP` (:class:`~pe_lib.checks._core.Tolerance`). Angles
+formed in float32, as Meta's and Hugging Face's code do, pass for every input dtype at every
+probed position (up to 10,001); angles formed in bfloat16 or float16 do not.
+
+**Diagnosis.** A result that is not within the tolerance is compared with what each mistake would
+give (the other layout, :math:`-\theta`, positions off by the offset, the scaling not applied or
+applied twice, another base, half-precision angles), in the order of ``check_rope.mistakes``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from .._validation import (
+    check_choice,
+    check_floating_dtype,
+    check_head_dim,
+    check_layout,
+    check_positive_int,
+)
+from ..rope_scaling import resolve_scaling, rope_frequencies
+from ._core import (
+    EPS32,
+    EPS_BF16,
+    Catalogue,
+    CheckFailed,
+    Tolerance,
+    angle_ulps,
+    call_student,
+    dtype_name,
+    fmt_base,
+)
+
+__all__ = ["CONVENTIONS", "MISTAKES", "Convention", "check_rope"]
+
+#: The mistakes :func:`check_rope` recognises, in the order it looks for them.
+MISTAKES = Catalogue("check_rope")
+
+_FIX_ROTATE = (
+    "rotate channel pair i at position m by the angle m * theta_i, theta_i = base ** (-2i / "
+    "head_dim), angles formed in float32 or float64: y_a = x_a cos - x_b sin, y_b = x_a sin + "
+    "x_b cos."
+)
+
+_EXCEPTION = MISTAKES.declare(
+    "exception",
+    "{call} raised {error_type}: {error}.",
+    "fix that error first (the traceback above this one shows where it happened). The checker "
+    "passes x of shape (batch, heads, seq_len, head_dim) in each dtype it checks (float64, "
+    "float32 and bfloat16 unless told otherwise), at positions from 0 up to 10001 (up to "
+    "max_len - 1 if you pass max_len=, the size of your cache), one decoding step at a time "
+    "too (seq_len 1).",
+)
+_IN_PLACE = MISTAKES.declare(
+    "in_place",
+    "{call} changed its input in place (e.g. x[..., 0::2] = ... or x.mul_(cos)).",
+    "build a new tensor (torch.cat / torch.stack of the rotated halves or pairs) and leave the "
+    "caller's queries and keys untouched.",
+)
+_WRONG_TYPE = MISTAKES.declare(
+    "wrong_type",
+    "{call} returned {what}, not a torch tensor.",
+    "return the rotated tensor (for rotate(q, k, offset): the pair (q_rotated, k_rotated)).",
+)
+_SHAPE = MISTAKES.declare(
+    "shape",
+    "{call} returned shape {shape} for an input of shape {x_shape}.",
+    "return a tensor of the shape of the input: the rotation acts on the last dimension "
+    "(head_dim) and keeps every other.",
+)
+_DTYPE = MISTAKES.declare(
+    "dtype",
+    "{call} returned a {found} tensor for a {wanted} input.",
+    "compute in float32 if you like, then cast the result back: return out.type_as(x) "
+    "(or out.to(x.dtype)).",
+)
+_NOT_FINITE = MISTAKES.declare(
+    "not_finite",
+    "the result holds NaN or infinite values, the first at position {position}. A rotation "
+    "keeps the length of every pair.",
+    "look for an overflow (e.g. positions or base ** (2i / d) in float16, whose largest "
+    "value is 65504) or a division by zero; form the angles in float32 or float64.",
+)
+_INTERLEAVED_AS_HALF = MISTAKES.declare(
+    "layout",
+    'the result is the rotation in the "half" layout (pairs (i, i + head_dim/2), Hugging '
+    'Face\'s rotate_half), but the "interleaved" layout was asked for (pairs (2i, 2i+1), as '
+    "in RoFormer and Meta's Llama code). Weights trained with one layout give wrong scores "
+    "with the other.",
+    "pair channel 2i with channel 2i+1: x_a = x[..., 0::2], x_b = x[..., 1::2], and put the "
+    "rotated pairs back interleaved (torch.stack((y_a, y_b), dim=-1).flatten(-2)); or pass "
+    'layout="half" if that is the layout you mean.',
+)
+_HALF_AS_INTERLEAVED = MISTAKES.declare(
+    "layout",
+    'the result is the rotation in the "interleaved" layout (pairs (2i, 2i+1), as in '
+    'RoFormer and Meta\'s Llama code), but the "half" layout was asked for (pairs '
+    "(i, i + head_dim/2), Hugging Face's rotate_half). Weights trained with one layout give "
+    "wrong scores with the other.",
+    "pair channel i with channel i + head_dim/2: x_a, x_b = x.chunk(2, dim=-1), and return "
+    'torch.cat((y_a, y_b), dim=-1); or pass layout="interleaved" if that is the layout you '
+    "mean.",
+)
+_MIXED_LAYOUT = MISTAKES.declare(
+    "layout",
+    "the channels are paired in the {layout!r} layout, but cos and sin are laid out for the "
+    "{other!r} one ({laid_out}), so the two channels of a pair turn by different angles.",
+    "lay cos and sin out like the pairs: torch.cat((freqs, freqs), dim=-1) with rotate_half "
+    "(pairs (i, i + head_dim/2)), freqs.repeat_interleave(2, dim=-1) with interleaved pairs "
+    "(2i, 2i+1).",
+)
+_SIGN = MISTAKES.declare(
+    "sign",
+    "the result rotates every pair by -m * theta_i: the rotation goes the wrong way "
+    "(sin has the wrong sign, or rotate_half returns (x1, -x2) instead of (-x2, x1)).",
+    "y_a = x_a cos(m theta_i) - x_b sin(m theta_i), y_b = x_a sin(m theta_i) + x_b "
+    "cos(m theta_i); in the half layout rotate_half(x) = torch.cat((-x2, x1), dim=-1).",
+)
+_FIX_OFFSET = (
+    "position j of a call at offset p is p + j: positions = torch.arange(offset, offset + "
+    "seq_len). When decoding with a key-value cache, offset is the number of tokens already "
+    "cached, and the new token's query and key are rotated at that absolute position."
+)
+_OFFSET_IGNORED = MISTAKES.declare(
+    "offset",
+    "the result is the rotation at positions {found} instead of {wanted}: the decoding offset "
+    "is ignored, so every step is rotated as if it were the start of the sequence.",
+    _FIX_OFFSET,
+)
+_OFFSET_TWICE = MISTAKES.declare(
+    "offset",
+    "the result is the rotation at positions {found} instead of {wanted}: the offset is added "
+    "twice.",
+    _FIX_OFFSET,
+)
+_OFFSET_BY_ONE = MISTAKES.declare(
+    "offset",
+    "the result is the rotation at positions {found} instead of {wanted}: the positions are "
+    "off by {by}.",
+    _FIX_OFFSET + " The first token of a sequence is at position 0.",
+)
+_NOT_ROTATED = MISTAKES.declare(
+    "not_rotated",
+    "the result is the input unchanged: nothing is rotated (for rotate(q, k, offset): is one of "
+    "the two returned before rotating it?).",
+    _FIX_ROTATE,
+)
+_FIX_SCALING = (
+    "take theta'_i and the attention factor from the scaling once, e.g. "
+    "pe_lib.rope_scaling.rope_frequencies(head_dim, base=base, scaling=scaling), and rotate by "
+    'm * theta\'_i; for "linear" (position interpolation) that is the angle of position '
+    "m / factor."
+)
+_SCALING_MISSING = MISTAKES.declare(
+    "scaling",
+    "the result is plain RoPE: the {rope_type!r} scaling (factor {factor}) is not applied.",
+    _FIX_SCALING,
+)
+_SCALING_TWICE = MISTAKES.declare(
+    "scaling",
+    "the result is the {rope_type!r} scaling with factor {factor}**2 = {squared}: the factor "
+    "is applied twice (e.g. positions divided by it and the frequencies too).",
+    _FIX_SCALING,
+)
+_SCALING_INVERTED = MISTAKES.declare(
+    "scaling",
+    "the result turns each pair by m * theta_i**2 / theta'_i: the {rope_type!r} scaling is "
+    'inverted (for "linear": positions multiplied by the factor {factor} instead of divided '
+    "by it).",
+    _FIX_SCALING,
+)
+_ATTENTION_FACTOR = MISTAKES.declare(
+    "scaling",
+    "the angles are right, but cos and sin are not multiplied by the attention factor "
+    "{attention_factor} of the {rope_type!r} scaling.",
+    "multiply cos and sin by the attention factor (YaRN's sqrt(1/t) = 0.1 ln(factor) + 1), "
+    "the second value rope_frequencies returns.",
+)
+_BASE = MISTAKES.declare(
+    "base",
+    "the result is RoPE with base {found}, not {base}: pair i turns by {found} ** (-2i / "
+    "{head_dim}) per position.{hint}",
+    "use theta_i = base ** (-2i / head_dim) with base={base} and i = 0 .. head_dim/2 - 1 the "
+    "pair index: theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / "
+    "head_dim).",
+)
+_PRECISION = MISTAKES.declare(
+    "precision",
+    "the result is the rotation with angles formed in half precision (bfloat16 or float16): "
+    "at position {position} it is off by up to {error} where float32 angles are off by at "
+    "most {allowed}. bfloat16 keeps 8 significant bits: between 1024 and 2048 only multiples "
+    "of 8 exist, so position 1001 becomes 1000.",
+    "form positions, frequencies and angles in float32 (or float64), whatever x's dtype: "
+    "angles = positions.float()[:, None] * theta.float()[None, :]; cast only cos and sin (or "
+    "the result) to x's dtype. In a module, a frequency buffer is cast by module.to("
+    "torch.bfloat16): compute the frequencies in forward, or keep them out of the buffers.",
+)
+_WRONG_VALUES = MISTAKES.declare(
+    "wrong_values",
+    "at position {position}, pair {pair} (channels {channels}), the result is off by {error} "
+    "(allowed {allowed}): it turns that pair by {found} rad where {position} * theta_{pair} "
+    "is {wanted} rad (mod 2*pi), and scales its length by {ratio} where {factor} is right.",
+    _FIX_ROTATE,
+)
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How the checker calls the student's code.
+
+    Attributes:
+        signature: the call as the messages show it.
+        inputs: how many tensors of shape ``(batch, heads, seq_len, head_dim)`` it takes.
+        call: ``call(rotate, inputs, offset, context)``, the outputs, one per input.
+    """
+
+    signature: str
+    inputs: int
+    call: Callable[[Callable[..., object], list[torch.Tensor], int, str], list[object]]
+
+
+def _call_positions(
+    rotate: Callable[..., object], xs: list[torch.Tensor], offset: int, context: str
+) -> list[object]:
+    positions = torch.arange(offset, offset + xs[0].shape[-2], device=xs[0].device)
+    call = f"rotate(x, positions) {context}"
+    return [call_student(_EXCEPTION, call, rotate, xs[0], positions)]
+
+
+def _call_offset(
+    rotate: Callable[..., object], xs: list[torch.Tensor], offset: int, context: str
+) -> list[object]:
+    call = f"rotate(x, {offset}) {context}"
+    return [call_student(_EXCEPTION, call, rotate, xs[0], offset)]
+
+
+def _call_qk(
+    rotate: Callable[..., object], xs: list[torch.Tensor], offset: int, context: str
+) -> list[object]:
+    call = f"rotate(q, k, {offset}) {context}"
+    out = call_student(_EXCEPTION, call, rotate, xs[0], xs[1], offset)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        what = f"a {type(out).__name__}" + (
+            f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""
+        )
+        raise _WRONG_TYPE.fail(call=call, what=what + " instead of the pair (q_rotated, k_rotated)")
+    return list(out)
+
+
+#: The calling conventions ``check_rope`` knows, by name (its ``convention=`` argument).
+CONVENTIONS: dict[str, Convention] = {
+    "positions": Convention("rotate(x, positions)", 1, _call_positions),
+    "offset": Convention("rotate(x, offset)", 1, _call_offset),
+    "qk": Convention("rotate(q, k, offset)", 2, _call_qk),
+}
+
+#: ``(offset, seq_len)`` of each call: a prefill from 0, then decoding steps and chunks.
+_PROBES = ((0, 8), (8, 1), (100, 4), (1000, 3), (10_000, 2))
+_MIN_LEN = 9
+_BATCH, _HEADS = 2, 2
+_DTYPES = (torch.float64, torch.float32, torch.bfloat16)
+#: Extra rounding steps in the angle when a scaling changes the frequencies (a division, a blend).
+_SCALING_ULPS = 4.0
+_FITTED_DIGITS = range(1, 7)
+
+
+def check_rope(
+    rotate: Callable[..., object],
+    *,
+    head_dim: int = 16,
+    base: float | None = None,
+    layout: str = "interleaved",
+    scaling: Mapping[str, Any] | None = None,
+    convention: str = "positions",
+    dtypes: Sequence[torch.dtype] = _DTYPES,
+    max_len: int | None = None,
+) -> None:
+    r"""Check a RoPE rotation (a function or an ``nn.Module``) against RoFormer's eq. 34.
+
+    The checker calls ``rotate`` on random queries and keys ``x`` of shape
+    ``(2, 2, seq_len, head_dim)`` = ``(batch, heads, seq_len, head_dim)``, at the positions
+    ``offset .. offset + seq_len - 1`` of a prefill (offset 0, seq_len 8) and of later decoding
+    steps and chunks (offsets 8, 100, 1000 and 10000; with ``max_len``, those below it and a
+    last chunk at ``max_len - 2, max_len - 1``, the boundary of a cache), in each of ``dtypes``. The result must
+    be the rotation of pair ``i`` at position ``m`` by :math:`m\,\theta_i`,
+    :math:`\theta_i = \mathrm{base}^{-2i/d}`, within the tolerance of the module docstring, with
+    the shape and dtype of ``x``, and ``x`` left unchanged.
+
+    ``convention`` says how ``rotate`` is called (the keys of ``pe_lib.checks.rope.CONVENTIONS``):
+
+    * ``"positions"``: ``rotate(x, positions) -> y``, ``positions`` an int64 tensor of shape
+      ``(seq_len,)`` holding ``offset .. offset + seq_len - 1``; ``y`` of the shape of ``x``;
+    * ``"offset"``: ``rotate(x, offset) -> y``, ``offset`` an int: a module's
+      ``forward(x, offset)`` for decoding with a key-value cache;
+    * ``"qk"``: ``rotate(q, k, offset) -> (q_rotated, k_rotated)``, as
+      :class:`pe_lib.rope.RotaryEmbedding` (``q`` and ``k`` of the same shape).
+
+    An ``nn.Module`` is probed in eval mode under ``torch.no_grad()`` (its training flag is
+    restored); for bfloat16 inputs a copy of it cast with ``.to(torch.bfloat16)`` is called, as
+    a model run in bfloat16 would be. ``"dynamic"`` scaling uses the frequencies of the current
+    length, ``offset + seq_len``, as :func:`pe_lib.rope.apply_rope` does.
+
+    At the first wrong result ``.mistake`` (one of ``check_rope.mistakes``) is:
+
+    * ``"exception"``: ``rotate`` raised (the error is chained);
+    * ``"in_place"``: the input was modified;
+    * ``"wrong_type"``, ``"shape"``, ``"dtype"``: not a tensor (or, for ``"qk"``, not a pair of
+      tensors), or not the shape or dtype of the input;
+    * ``"not_finite"``: NaN or infinite values;
+    * ``"layout"``: the rotation in the other layout (``"half"`` for ``"interleaved"`` or back),
+      or pairs of one layout with cos and sin laid out for the other;
+    * ``"sign"``: rotation by :math:`-m\,\theta_i`;
+    * ``"offset"``: positions off by the decoding offset (ignored or added twice) or by one;
+    * ``"not_rotated"``: the input returned unchanged (where that is not an offset mistake);
+    * ``"scaling"``: the scaling not applied, applied twice, inverted, or its attention factor
+      missing;
+    * ``"base"``: RoPE with another base (also what an exponent without its factor 2 gives:
+      base ** 0.5);
+    * ``"precision"``: within the error of angles formed in bfloat16 or float16, not of float32;
+    * ``"wrong_values"``: anything else; the message names the first pair found wrong, the angle
+      it turns by and the angle it should.
+
+    Args:
+        rotate: the student's function or module, called as ``convention`` says.
+        head_dim: size of the vectors passed to it, even; for a module, the module's own.
+        base: the frequency base, > 1; ``None``: ``scaling["rope_theta"]`` if given, else 10000.
+        layout: ``"interleaved"`` (pairs ``(2i, 2i+1)``) or ``"half"`` (pairs ``(i, i + d/2)``).
+        scaling: ``None`` (plain RoPE) or a ``config.json`` ``rope_scaling`` mapping
+            (:mod:`pe_lib.rope_scaling`: ``"linear"``, ``"ntk"``, ``"dynamic"``, ``"yarn"``,
+            ``"llama3"``).
+        convention: ``"positions"``, ``"offset"`` or ``"qk"`` (see above).
+        dtypes: the input dtypes to check, each float64, float32, bfloat16 or float16; default
+            all but float16.
+        max_len: ``None`` (positions up to 10001 are probed) or the number of positions the code
+            supports, at least 9 (a cache of cos and sin for positions ``0 .. max_len - 1``).
+
+    Returns:
+        ``None`` when every result is right.
+
+    Raises:
+        TypeError: ``rotate`` is not callable, or an argument has the wrong type.
+        ValueError: an argument is out of range (odd ``head_dim``, ``base <= 1``, an unknown
+            layout, convention or ``scaling`` key, an empty ``dtypes``, ``max_len < 9``).
+        CheckFailed: a result is wrong; ``.mistake`` says how (see above).
+    """
+    if not callable(rotate):
+        raise TypeError(
+            f"rotate must be a function or nn.Module (called as "
+            f"{CONVENTIONS.get(convention, CONVENTIONS['positions']).signature}), got "
+            f"{type(rotate).__name__}"
+        )
+    head_dim = check_head_dim(head_dim)
+    config = resolve_scaling(scaling, base)
+    layout = check_layout(layout, ("interleaved", "half"))
+    convention = check_choice("convention", convention, tuple(CONVENTIONS))
+    checked_dtypes = _check_dtypes(dtypes)
+    probes = _probes(max_len)
+    rope_frequencies(head_dim, base=config.base, scaling=scaling, seq_len=1)  # head_dim vs method
+
+    spec = _Spec(head_dim, config.base, layout, scaling, config.rope_type)
+    generator = torch.Generator().manual_seed(0)
+    with _probing(rotate) as module_for:
+        for dtype in checked_dtypes:
+            student = module_for(dtype)
+            for offset, seq_len in probes:
+                shape = (_BATCH, _HEADS, seq_len, head_dim)
+                xs = [
+                    torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
+                    for _ in range(CONVENTIONS[convention].inputs)
+                ]
+                _check_call(student, CONVENTIONS[convention], spec, xs, offset)
+
+
+check_rope.mistakes = MISTAKES.codes  # type: ignore[attr-defined]
+
+
+def _probes(max_len: object) -> tuple[tuple[int, int], ...]:
+    """``_PROBES`` below ``max_len``, then the last two positions; all of them for ``None``."""
+    if max_len is None:
+        return _PROBES
+    max_len = check_positive_int("max_len", max_len)
+    if max_len < _MIN_LEN:
+        raise ValueError(
+            f"max_len must be at least {_MIN_LEN} (a prefill of positions 0..7 and a decoding "
+            f"step at 8 are probed), got {max_len}"
+        )
+    inside = tuple((o, n) for o, n in _PROBES if o + n <= max_len - 2)
+    return (*inside, (max_len - 2, 2))
+
+
+def _check_dtypes(dtypes: object) -> tuple[torch.dtype, ...]:
+    allowed = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
+    if isinstance(dtypes, (torch.dtype, str, bytes)) or not isinstance(dtypes, Sequence):
+        raise TypeError(
+            f"dtypes must be a sequence of torch dtypes such as (torch.float32,), got "
+            f"{dtypes!r} of type {type(dtypes).__name__}"
+        )
+    if not dtypes:
+        raise ValueError("dtypes must name at least one dtype to check, got an empty sequence")
+    checked = tuple(check_floating_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes))
+    for i, dtype in enumerate(checked):
+        if dtype not in allowed:
+            raise ValueError(
+                f"dtypes[{i}] must be one of float64, float32, bfloat16, float16, got {dtype}"
+            )
+    return checked
+
+
+@dataclass(frozen=True)
+class _Student:
+    """What is called for one dtype: the student's code, its device, and a note for messages."""
+
+    rotate: Callable[..., object]
+    device: torch.device
+    note: str = ""
+
+
+def _device_of(module: nn.Module) -> torch.device:
+    for tensor in [*module.parameters(), *module.buffers()]:
+        return tensor.device
+    return torch.device("cpu")
+
+
+@contextmanager
+def _probing(rotate: Callable[..., object]) -> Iterator[Callable[[torch.dtype], _Student]]:
+    """No autograd; a module in eval mode (restored after), cast to bfloat16/float16 for those."""
+    cpu = torch.device("cpu")
+    if not isinstance(rotate, nn.Module):
+        with torch.no_grad():
+            yield lambda dtype: _Student(rotate, cpu)
+        return
+    module = rotate
+    modes = {m: m.training for m in module.modules()}
+    casts: dict[torch.dtype, _Student] = {}
+
+    def module_for(dtype: torch.dtype) -> _Student:
+        if dtype not in (torch.bfloat16, torch.float16):
+            return _Student(module, _device_of(module))
+        if dtype not in casts:
+            try:
+                cast = copy.deepcopy(module).to(dtype)
+                note = f" (a copy of the module cast with .to(torch.{dtype_name(dtype)}))"
+                casts[dtype] = _Student(cast, _device_of(cast), note)
+            except Exception:  # a module that cannot be copied is probed as it is
+                casts[dtype] = _Student(module, _device_of(module))
+        return casts[dtype]
+
+    module.eval()
+    try:
+        with torch.no_grad():
+            yield module_for
+    finally:
+        for m, training in modes.items():
+            m.train(training)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """What the rotation must be."""
+
+    head_dim: int
+    base: float
+    layout: str
+    scaling: Mapping[str, Any] | None
+    rope_type: str
+
+    def frequencies(self, seq_len: int) -> tuple[torch.Tensor, float]:
+        return rope_frequencies(
+            self.head_dim, base=self.base, scaling=self.scaling, seq_len=seq_len
+        )
+
+    def ulps(self, base: float | None = None) -> float:
+        extra = 0.0 if self.rope_type == "default" else _SCALING_ULPS
+        return angle_ulps(self.base if base is None else base) + extra
+
+
+def _pairs(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x_a, x_b)``, each ``(..., head_dim / 2)``: the two coordinates of every pair."""
+    if layout == "half":
+        return t.chunk(2, dim=-1)[0], t.chunk(2, dim=-1)[1]
+    return t[..., 0::2], t[..., 1::2]
+
+
+def _unpairs(a: torch.Tensor, b: torch.Tensor, layout: str) -> torch.Tensor:
+    """The inverse of :func:`_pairs`: ``(..., head_dim)``."""
+    if layout == "half":
+        return torch.cat((a, b), dim=-1)
+    return torch.stack((a, b), dim=-1).flatten(-2)
+
+
+def _rotation(x: torch.Tensor, angles: torch.Tensor, factor: float, layout: str) -> torch.Tensor:
+    """float64 ``x`` ``(..., seq_len, d)`` rotated by ``angles`` ``(seq_len, d/2)`` in ``layout``."""
+    a, b = _pairs(x, layout)
+    cos, sin = factor * torch.cos(angles), factor * torch.sin(angles)
+    return _unpairs(a * cos - b * sin, a * sin + b * cos, layout)
+
+
+def _span(first: int, count: int) -> str:
+    return str(first) if count == 1 else f"{first}..{first + count - 1}"
+
+
+class _Result:
+    """One output of the student, in float64 pair coordinates, and the tolerance it is held to."""
+
+    def __init__(
+        self, spec: _Spec, x: torch.Tensor, y: torch.Tensor, positions: torch.Tensor, seq_len: int
+    ) -> None:
+        self.spec, self.positions = spec, positions
+        self.x64, self.y64 = x.double(), y.double()
+        self.theta, self.factor = spec.frequencies(seq_len)
+        self.angles = positions.double()[:, None] * self.theta[None, :]  # (seq_len, d/2)
+        self.value_eps = max(float(torch.finfo(x.dtype).eps), EPS32)
+        a, b = _pairs(self.x64, spec.layout)
+        self.norm = torch.sqrt(a * a + b * b)  # (..., seq_len, d/2)
+
+    def allowed(self, angles: torch.Tensor, factor: float, tolerance: Tolerance) -> torch.Tensor:
+        """Per pair bound, ``(..., seq_len, d/2)``."""
+        return self.norm * abs(factor) * tolerance(angles) + 1e-300
+
+    def error(self, candidate: torch.Tensor) -> torch.Tensor:
+        """Per pair, the larger error of its two coordinates, ``(..., seq_len, d/2)``."""
+        ya, yb = _pairs(self.y64, self.spec.layout)
+        ca, cb = _pairs(candidate, self.spec.layout)
+        return torch.maximum((ya - ca).abs(), (yb - cb).abs())
+
+    def tolerance(self, base: float | None = None) -> Tolerance:
+        return Tolerance(self.value_eps, EPS32, self.spec.ulps(base))
+
+    def within(
+        self,
+        candidate: torch.Tensor,
+        layout: str,
+        angles: torch.Tensor,
+        factor: float,
+        tolerance: Tolerance,
+    ) -> bool:
+        """Whether every pair of ``layout`` is within ``tolerance`` of ``candidate``'s.
+
+        ``angles`` ``(seq_len, d/2)`` are the angles of those pairs, for the bound.
+        """
+        xa, xb = _pairs(self.x64, layout)
+        ya, yb = _pairs(self.y64, layout)
+        ca, cb = _pairs(candidate, layout)
+        error = torch.maximum((ya - ca).abs(), (yb - cb).abs())
+        bound = torch.sqrt(xa * xa + xb * xb) * abs(factor) * tolerance(angles) + 1e-300
+        return bool((error <= bound).all())
+
+    def matches(
+        self,
+        angles: torch.Tensor,
+        factor: float,
+        layout: str | None = None,
+        tolerance: Tolerance | None = None,
+    ) -> bool:
+        """Whether the result is the rotation by ``angles`` (and ``factor``) in ``layout``."""
+        layout = layout or self.spec.layout
+        candidate = _rotation(self.x64, angles, factor, layout)
+        return self.within(candidate, layout, angles, factor, tolerance or self.tolerance())
+
+    def matches_mixed(self, angles: torch.Tensor, factor: float) -> bool:
+        """Whether the result pairs channels in its layout with cos and sin of the other."""
+        layout = self.spec.layout
+        other = "half" if layout == "interleaved" else "interleaved"
+        per_channel = _unpairs(angles, angles, other)  # (seq_len, d): each channel's angle
+        a, b = _pairs(self.x64, layout)
+        partner = _unpairs(-b, a, layout)  # rotate_half in this layout
+        candidate = factor * (self.x64 * torch.cos(per_channel) + partner * torch.sin(per_channel))
+        angle_a, angle_b = _pairs(per_channel, layout)
+        pair_angles = torch.maximum(angle_a.abs(), angle_b.abs())
+        return self.within(candidate, layout, pair_angles, factor, self.tolerance())
+
+    def measured(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The angle each pair was turned by, in (-pi, pi], and its length ratio, (..., seq_len, d/2)."""
+        xa, xb = _pairs(self.x64, self.spec.layout)
+        ya, yb = _pairs(self.y64, self.spec.layout)
+        turned = torch.atan2(xa * yb - xb * ya, xa * ya + xb * yb)
+        ratio = torch.sqrt(ya * ya + yb * yb) / self.norm.clamp_min(1e-300)
+        return turned, ratio
+
+
+def _check_call(
+    student: _Student,
+    convention: Convention,
+    spec: _Spec,
+    xs: list[torch.Tensor],
+    offset: int,
+) -> None:
+    seq_len = xs[0].shape[-2]
+    dtype = dtype_name(xs[0].dtype)
+    context = (
+        f"with x of shape {tuple(xs[0].shape)} {dtype} at positions {_span(offset, seq_len)}"
+        f"{student.note}"
+    )
+    call = convention.signature.replace("offset", str(offset)) + " " + context
+    given = [x.to(student.device, copy=True) for x in xs]
+    outputs = convention.call(student.rotate, given, offset, context)
+    for x, kept in zip(xs, given, strict=True):
+        if not torch.equal(x, kept.cpu()):
+            raise _IN_PLACE.fail(call=call)
+    positions = torch.arange(offset, offset + seq_len)
+    for x, out in zip(xs, outputs, strict=True):
+        if not isinstance(out, torch.Tensor):
+            raise _WRONG_TYPE.fail(call=call, what=f"a {type(out).__name__}")
+        if out.shape != x.shape:
+            raise _SHAPE.fail(call=call, shape=tuple(out.shape), x_shape=tuple(x.shape))
+        if out.dtype != x.dtype:
+            raise _DTYPE.fail(call=call, found=dtype_name(out.dtype), wanted=dtype)
+        out = out.detach().cpu()
+        if not bool(torch.isfinite(out).all()):
+            bad = (~torch.isfinite(out)).nonzero()[0]
+            raise _NOT_FINITE.fail(f"For {call}, ", position=offset + int(bad[-2]))
+        result = _Result(spec, x, out, positions, offset + seq_len)
+        if not result.matches(result.angles, result.factor):
+            raise _diagnose(result, f"For {call}, ", offset)
+
+
+def _diagnose(result: _Result, where: str, offset: int) -> CheckFailed:
+    """The mistake that explains a result that is not the rotation."""
+    spec, angles, factor = result.spec, result.angles, result.factor
+    positions = result.positions
+    first = int(positions[0])
+    if spec.head_dim >= 4:
+        other = "half" if spec.layout == "interleaved" else "interleaved"
+        if result.matches(angles, factor, layout=other):
+            wrong = _INTERLEAVED_AS_HALF if spec.layout == "interleaved" else _HALF_AS_INTERLEAVED
+            return wrong.fail(where)
+        if result.matches_mixed(angles, factor):
+            laid_out = {
+                "interleaved": "freqs.repeat_interleave(2, dim=-1)",
+                "half": "torch.cat((freqs, freqs), dim=-1)",
+            }[other]
+            return _MIXED_LAYOUT.fail(where, layout=spec.layout, other=other, laid_out=laid_out)
+    if result.matches(-angles, factor):
+        return _SIGN.fail(where)
+    theta = result.theta[None, :]
+
+    def at(shift: int) -> torch.Tensor:
+        return (positions + shift).double()[:, None] * theta
+
+    seq_len, wanted = len(positions), _span(first, len(positions))
+    shifts = [(_OFFSET_IGNORED, -offset), (_OFFSET_TWICE, offset)] if offset > 0 else []
+    shifts += [(_OFFSET_BY_ONE, by) for by in (1, -1) if first + by >= 0]
+    for mistake, shift in shifts:
+        if result.matches(at(shift), factor):
+            found = _span(first + shift, seq_len)
+            return mistake.fail(where, found=found, wanted=wanted, by=f"{shift:+d}")
+    if bool(positions[-1] > 0) and result.matches(torch.zeros_like(angles), 1.0):
+        return _NOT_ROTATED.fail(where)
+    scaling_mistake = _scaling_mistake(result, where)
+    if scaling_mistake is not None:
+        return scaling_mistake
+    base_mistake = _base_mistake(result, where)
+    if base_mistake is not None:
+        return base_mistake
+    half = Tolerance(max(result.value_eps, EPS_BF16), EPS_BF16, spec.ulps(), math.inf)
+    if result.matches(angles, factor, tolerance=half):
+        candidate = _rotation(result.x64, angles, factor, spec.layout)
+        error = result.error(candidate)
+        bound = result.allowed(angles, factor, result.tolerance())
+        worst = int((error - bound).flatten().argmax())
+        index = torch.unravel_index(torch.tensor(worst), error.shape)
+        return _PRECISION.fail(
+            where,
+            position=int(positions[int(index[-2])]),
+            error=f"{float(error.max()):.3g}",
+            allowed=f"{float(bound.flatten()[worst]):.3g}",
+        )
+    return _wrong_values(result, where)
+
+
+def _scaling_mistake(result: _Result, where: str) -> CheckFailed | None:
+    spec = result.spec
+    if spec.rope_type == "default" or spec.scaling is None:
+        return None
+    scaling = dict(spec.scaling)
+    positions = result.positions.double()[:, None]
+    plain, _ = rope_frequencies(spec.head_dim, base=spec.base)
+    factor = scaling.get("factor")
+    fields = {"rope_type": spec.rope_type, "factor": factor}
+    if result.matches(positions * plain, 1.0):
+        return _SCALING_MISSING.fail(where, **fields)
+    if isinstance(factor, (int, float)) and factor > 1:
+        seq_len = int(result.positions[-1]) + 1
+        twice, twice_factor = rope_frequencies(
+            spec.head_dim, base=spec.base, scaling={**scaling, "factor": factor**2}, seq_len=seq_len
+        )
+        if result.matches(positions * twice, twice_factor):
+            return _SCALING_TWICE.fail(where, squared=f"{factor**2:g}", **fields)
+    inverted = plain * plain / result.theta
+    if result.matches(positions * inverted, result.factor):
+        return _SCALING_INVERTED.fail(where, **fields)
+    if result.factor != 1.0 and result.matches(result.angles, 1.0):
+        return _ATTENTION_FACTOR.fail(where, attention_factor=f"{result.factor:.6g}", **fields)
+    return None
+
+
+def _fitted_frequencies(result: _Result) -> torch.Tensor | None:
+    """Each pair's turn per position, ``(head_dim / 2,)``, for a probe at positions 0, 1, 2, ...
+
+    Read at position 1 (angles below pi, no wrapping), then refined position by position: the
+    angle at ``m`` is unwrapped with the estimate so far, so the last position sets the precision.
+    """
+    positions = result.positions
+    if len(positions) < 2 or int(positions[0]) != 0:
+        return None
+    turned, _ = result.measured()
+    angle = turned.flatten(0, -3).median(dim=0).values  # (seq_len, d/2), median over batch, heads
+    theta = angle[1]
+    if not 0.0 < float(theta[0]) < math.pi:
+        return None
+    for m in range(2, len(positions)):
+        turns = torch.round((m * theta - angle[m]) / (2 * math.pi))
+        theta = (angle[m] + 2 * math.pi * turns) / m
+    return theta
+
+
+def _base_mistake(result: _Result, where: str) -> CheckFailed | None:
+    """RoPE with another base: fitted from every pair's turn, then rounded and rebuilt."""
+    spec = result.spec
+    if spec.rope_type != "default" or spec.head_dim < 4:
+        return None
+    theta = _fitted_frequencies(result)
+    if theta is None:
+        return None
+    # ln theta_i = -(2i / d) ln base: each pair i >= 1 with 0 < theta_i < 1 estimates ln base; an
+    # angle measured with absolute error e gives ln base with error (d / 2i) e / theta_i, hence
+    # the weights.
+    index = torch.arange(1, len(theta), dtype=torch.float64)
+    usable = (theta[1:] > 0.0) & (theta[1:] < 1.0)
+    if not bool(usable.any()):
+        return None
+    index, slow = index[usable], theta[1:][usable]
+    estimates = -spec.head_dim / (2 * index) * torch.log(slow)
+    weights = (2 * index / spec.head_dim * slow) ** 2
+    fitted = math.exp(float((weights * estimates).sum() / weights.sum()))
+    positions = result.positions.double()[:, None]
+    for digits in _FITTED_DIGITS:
+        base = float(f"{fitted:.{digits}g}")
+        if not math.isfinite(base) or base <= 1.0 or base == spec.base:
+            continue
+        frequencies, _ = rope_frequencies(spec.head_dim, base=base)
+        if result.matches(positions * frequencies, 1.0, tolerance=result.tolerance(base)):
+            return _BASE.fail(
+                where,
+                found=fmt_base(base),
+                base=fmt_base(spec.base),
+                head_dim=spec.head_dim,
+                hint=_base_hint(base, spec.base, spec.head_dim),
+            )
+    return None
+
+
+def _base_hint(found: float, base: float, head_dim: int) -> str:
+    if math.isclose(found, math.sqrt(base), rel_tol=1e-3):
+        return (
+            " That is sqrt(base): the exponent misses its factor 2 (base ** (-i / head_dim)), "
+            "or divides by 2 * head_dim."
+        )
+    if math.isclose(found, base ** (head_dim / (head_dim - 2)), rel_tol=1e-3):
+        return (
+            " That is base ** (head_dim / (head_dim - 2)): the exponent is divided by "
+            "head_dim - 2 instead of head_dim (or an NTK base change was applied)."
+        )
+    if math.isclose(found, base * base, rel_tol=1e-3):
+        return (
+            " That is base ** 2: the 2 of 2i was applied to the channel index 2i "
+            "(base ** (-2j / head_dim) with j = 2i)."
+        )
+    return ""
+
+
+def _wrong_values(result: _Result, where: str) -> CheckFailed:
+    spec = result.spec
+    candidate = _rotation(result.x64, result.angles, result.factor, spec.layout)
+    error = result.error(candidate)
+    bound = result.allowed(result.angles, result.factor, result.tolerance())
+    excess = (error - bound).flatten()
+    flat = int(excess.argmax())
+    index = torch.unravel_index(torch.tensor(flat), error.shape)
+    row, pair = int(index[-2]), int(index[-1])
+    turned, ratio = result.measured()
+    wanted = math.remainder(float(result.angles[row, pair]), 2 * math.pi)
+    half = spec.head_dim // 2
+    channels = (
+        f"{2 * pair}, {2 * pair + 1}" if spec.layout == "interleaved" else f"{pair}, {pair + half}"
+    )
+    return _WRONG_VALUES.fail(
+        where,
+        position=int(result.positions[row]),
+        pair=pair,
+        channels=channels,
+        error=f"{float(error.flatten()[flat]):.3g}",
+        allowed=f"{float(bound.flatten()[flat]):.3g}",
+        found=f"{float(turned[index]):.6f}",
+        wanted=f"{wanted:.6f}",
+        ratio=f"{float(ratio[index]):.6g}",
+        factor=f"{result.factor:.6g}",
+    )

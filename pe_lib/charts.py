@@ -11,7 +11,8 @@ The expressions are a second implementation of pe_lib's formulas, in another lan
 book's browser test reads the values the browser computed and compares them with pe_lib's.
 
 :data:`CHARTS` names every builder; a chart's name is also stored in its specification
-(``usermeta["pe_chart"]``), so a test can tell which formula a figure on a page computes.
+(``usermeta["pe_chart"]``), with the settings that are not controls (``usermeta["fixed"]``), so
+a test can tell which formula a figure on a page computes, and at which settings.
 
 ``altair`` is imported only when a chart is built, so ``import pe_lib`` stays quick.
 """
@@ -36,6 +37,7 @@ __all__ = [
     "dot_product_chart",
     "frequency_chart",
     "rotation_chart",
+    "scaling_chart",
     "wavelength_chart",
 ]
 
@@ -131,9 +133,12 @@ class ExplorableFigure:
         }
 
 
-def _figure(name: str, chart: alt.TopLevelMixin) -> ExplorableFigure:
+def _figure(
+    name: str, chart: alt.TopLevelMixin, fixed: dict[str, float] | None = None
+) -> ExplorableFigure:
+    """The figure ``name``; ``fixed`` records the settings that are not controls."""
     spec = chart.to_dict()
-    spec["usermeta"] = {"pe_chart": name}
+    spec["usermeta"] = {"pe_chart": name, "fixed": dict(fixed or {})}
     spec.setdefault("config", {})["background"] = _BACKGROUND
     return ExplorableFigure(name, spec)
 
@@ -147,13 +152,11 @@ def _range(
     return parameter
 
 
-def _check_even_d_model(d_model: object) -> int:
-    d_model = check_int_in_range("d_model", d_model, 4, 512)
-    if d_model % 2:
-        raise ValueError(
-            f"d_model must be even (the figures pair sines with cosines), got {d_model}"
-        )
-    return d_model
+def _check_even_size(name: str, value: object) -> int:
+    size = check_int_in_range(name, value, 4, 512)
+    if size % 2:
+        raise ValueError(f"{name} must be even (channels come in pairs), got {size}")
+    return size
 
 
 def _log10_base(base: object) -> float:
@@ -201,7 +204,7 @@ def frequency_chart(
         the figure; its lines are drawn from rows ``pos, column, value``.
     """
     alt_ = _altair()
-    d_model = _check_even_d_model(d_model)
+    d_model = _check_even_size("d_model", d_model)
     log10_base = _log10_base(base)
     num_positions = check_int_in_range("num_positions", num_positions, 10, 500)
     if not isinstance(columns, str):
@@ -258,7 +261,7 @@ def wavelength_chart(d_model: int = 64, base: float = 10000.0) -> ExplorableFigu
         the figure; its points are drawn from rows ``pair, wavelength``.
     """
     alt_ = _altair()
-    d_model = _check_even_d_model(d_model)
+    d_model = _check_even_size("d_model", d_model)
     log10_base = _log10_base(base)
     chart = (
         alt_.Chart(alt_.sequence(0, 256, as_="pair"), title="wavelength of each sine/cosine pair")
@@ -297,7 +300,7 @@ def dot_product_chart(
         the figure; its dataset holds ``k, dot``.
     """
     alt_ = _altair()
-    d_model = _check_even_d_model(d_model)
+    d_model = _check_even_size("d_model", d_model)
     log10_base = _log10_base(base)
     max_distance = check_int_in_range("max_distance", max_distance, 10, 200)
     params = [
@@ -346,7 +349,7 @@ def rotation_chart(
         column 2i) and ``y`` (the cosine column 2i + 1).
     """
     alt_ = _altair()
-    d_model = _check_even_d_model(d_model)
+    d_model = _check_even_size("d_model", d_model)
     pair = check_int_in_range("pair", pair, 0, d_model // 2 - 1)
     position = check_int_in_range("position", position, 0, 100)
     shift = check_int_in_range("shift", shift, -50, 50)
@@ -384,7 +387,7 @@ def rotation_chart(
         .properties(width=240, height=240)
         .add_params(*params)
     )
-    return _figure("rotation", chart)
+    return _figure("rotation", chart, {"d_model": d_model})
 
 
 # ALiBi's slope of head h (0-based) of n, from the rule in the authors' code (see
@@ -442,11 +445,107 @@ def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFi
     return _figure("alibi_bias", chart)
 
 
+# theta'_i / theta_i of each context-extension method (pe_lib.rope_scaling) for pair
+# `datum.pair` of head_dim `datum.d`, with the controls `factor` (s) and `ell_ratio` (the current
+# length over the training length, for dynamic NTK); YaRN's and Llama 3.1's per-pair weights
+# come from the transforms before.
+_SCALING_RATIOS = {
+    "linear (PI)": "1 / factor",
+    "NTK": "pow(factor, -2 * datum.pair / (datum.d - 2))",
+    "dynamic NTK": "pow(factor * max(ell_ratio, 1) - (factor - 1), -2 * datum.pair / (datum.d - 2))",
+    "YaRN": "(1 - datum.yarn_keep) / factor + datum.yarn_keep",
+    "Llama 3.1": "(1 - datum.llama3_keep) / factor + datum.llama3_keep",
+}
+
+
+def scaling_chart(
+    head_dim: int = 128,
+    base: float = 10000.0,
+    original_length: int = 2048,
+    factor: float = 4.0,
+    length_ratio: float = 2.0,
+) -> ExplorableFigure:
+    r"""How each RoPE context-extension method changes every pair's frequency, :math:`\theta'_i/\theta_i`.
+
+    The browser evaluates the formulas of :mod:`pe_lib.rope_scaling` for ``"linear"``,
+    ``"ntk"``, ``"dynamic"`` (at the current length :math:`\ell`), ``"yarn"`` (``beta_fast``
+    32, ``beta_slow`` 1, ramp ends rounded outwards) and ``"llama3"`` (``low_freq_factor`` 1,
+    ``high_freq_factor`` 4). A ratio of 1 keeps a pair as trained; :math:`1/s` interpolates it
+    by the factor. Controls: the factor :math:`s` (1 .. 16) and, for dynamic NTK,
+    :math:`\ell/L` (1 .. 16); the head size, base and training length ``L`` are fixed.
+
+    Args:
+        head_dim: size of the rotated vectors, even, in [4, 512] (not a control).
+        base: RoPE base, > 1 (not a control).
+        original_length: the training length ``L``, >= 1 (not a control).
+        factor: starting factor, a multiple of 0.5 in [1, 16].
+        length_ratio: starting :math:`\ell/L` for dynamic NTK, a multiple of 0.5 in [1, 16].
+
+    Returns:
+        the figure; its lines are drawn from rows ``pair, method, ratio``.
+    """
+    alt_ = _altair()
+    head_dim = _check_even_size("head_dim", head_dim)
+    base = check_base(base)
+    original_length = check_int_in_range("original_length", original_length, 1, 2**20)
+    for name, value in (("factor", factor), ("length_ratio", length_ratio)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+        if not 1 <= value <= 16 or value * 2 != round(value * 2):
+            raise ValueError(f"{name} must be a multiple of 0.5 in [1, 16], got {value}")
+    log_base, two_pi = math.log(base), 2 * math.pi
+    # YaRN's ramp, on the pair index: pairs up to `first` turn more than 32 times within L (kept),
+    # pairs from `last` on fewer than once (interpolated); ends rounded outwards (truncate).
+    first = math.floor(head_dim * math.log(original_length / (32 * two_pi)) / (2 * log_base))
+    last = math.ceil(head_dim * math.log(original_length / (1 * two_pi)) / (2 * log_base))
+    params = [
+        _range("factor", factor, 1, 16, 0.5, "factor s "),
+        _range("ell_ratio", length_ratio, 1, 16, 0.5, "dynamic: length / L "),
+    ]
+    methods = alt_.Data(values=[{"method": name} for name in _SCALING_RATIOS])
+    ratio = " : ".join(
+        f"datum.method == '{name}' ? {expression}" for name, expression in _SCALING_RATIOS.items()
+    )
+    chart = (
+        alt_.Chart(
+            methods, title=f"theta'_i / theta_i (head_dim {head_dim}, L = {original_length})"
+        )
+        .transform_calculate(pair=f"sequence(0, {head_dim // 2})")
+        .transform_flatten(["pair"])
+        .transform_calculate(
+            d=f"{head_dim}",
+            turns=f"{original_length} * pow({base!r}, -2 * datum.pair / {head_dim}) / (2 * PI)",
+        )
+        .transform_calculate(
+            yarn_keep=f"1 - clamp((datum.pair - ({first})) / ({last - first}), 0, 1)",
+            llama3_keep="clamp((datum.turns - 1) / (4 - 1), 0, 1)",
+        )
+        .transform_calculate(ratio=ratio + " : 1")
+        .mark_line(point=True)
+        .encode(
+            x=alt_.X("pair:Q", title="pair i (fast on the left, slow on the right)"),
+            y=alt_.Y("ratio:Q", title="theta'_i / theta_i", scale=alt_.Scale(type="log")),
+            color=alt_.Color(
+                "method:N",
+                title=None,
+                scale=alt_.Scale(scheme="tableau10"),
+                legend=alt_.Legend(orient="bottom", columns=3),
+            ),
+        )
+        .properties(width="container", height=_HEIGHT)
+        .add_params(*params)
+    )
+    return _figure(
+        "scaling", chart, {"head_dim": head_dim, "base": base, "original_length": original_length}
+    )
+
+
 CHARTS: Mapping[str, Callable[..., ExplorableFigure]] = {
     "frequency": frequency_chart,
     "wavelength": wavelength_chart,
     "dot_product": dot_product_chart,
     "rotation": rotation_chart,
     "alibi_bias": alibi_bias_chart,
+    "scaling": scaling_chart,
 }
 """Every explorable figure by name (the ``usermeta["pe_chart"]`` of its specification)."""

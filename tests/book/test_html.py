@@ -548,7 +548,8 @@ READ_FIGURE = """(index) => {
     for (const input of figure.querySelectorAll('.vega-bindings input')) {
         settings[input.name] = view.signal(input.name);
     }
-    return {svg: figure.querySelector('svg').outerHTML, rows, settings};
+    const fixed = JSON.parse(figure.nextElementSibling.textContent).usermeta.fixed;
+    return {svg: figure.querySelector('svg').outerHTML, rows, settings: {...fixed, ...settings}};
 }"""
 
 MOVE_CONTROL = """async ([index, name, value]) => {
@@ -610,7 +611,7 @@ def _agrees_with_pe_lib(name: str, settings: dict, rows: list[dict]) -> list[str
                 expected = float(table[pos] @ table[pos + k])
                 _close(row["dot"], expected, f"PE({pos}) . PE({pos}+{k})", problems)
     elif name == "rotation":
-        d_model = 16
+        d_model = int(settings["d_model"])
         drawn = [row for row in rows if {"which", "x", "y"} <= row.keys()]
         pair, pos, k = int(settings["pair"]), int(settings["position"]), int(settings["shift"])
         table = pe_lib.sinusoidal_table(max(pos, pos + k) + 1, d_model, dtype=torch.float64)
@@ -636,6 +637,37 @@ def _agrees_with_pe_lib(name: str, settings: dict, rows: list[dict]) -> list[str
             _close(row["slope"], float(slopes[head]), f"slope of head {head}", problems)
             expected = float(bias[head, last, last - distance])  # query at `last`, key before it
             _close(row["bias"], expected, f"bias of head {head} at distance {distance}", problems)
+    elif name == "scaling":
+        from pe_lib.rope_scaling import rope_frequencies
+
+        head_dim, base = int(settings["head_dim"]), float(settings["base"])
+        length, factor = int(settings["original_length"]), float(settings["factor"])
+        current = round(settings["ell_ratio"] * length)
+        original = {"original_max_position_embeddings": length}
+        entries = {
+            "linear (PI)": {"rope_type": "linear", "factor": factor},
+            "NTK": {"rope_type": "ntk", "factor": factor},
+            "dynamic NTK": {"rope_type": "dynamic", "factor": factor, **original},
+            "YaRN": {"rope_type": "yarn", "factor": factor, **original},
+            "Llama 3.1": {
+                "rope_type": "llama3",
+                "factor": factor,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                **original,
+            },
+        }
+        plain, _ = rope_frequencies(head_dim, base=base)
+        expected_ratio = {
+            method: rope_frequencies(head_dim, base=base, scaling=entry, seq_len=current)[0] / plain
+            for method, entry in entries.items()
+        }
+        drawn = [row for row in rows if {"pair", "method", "ratio"} <= row.keys()]
+        if {row["method"] for row in drawn} != set(entries):
+            problems.append(f"methods drawn {sorted({row['method'] for row in drawn})}")
+        for row in drawn:
+            expected = float(expected_ratio[row["method"]][int(row["pair"])])
+            _close(row["ratio"], expected, f"{row['method']} pair {row['pair']}", problems)
     else:
         problems.append(f"no pe_lib reference for the figure {name!r}")
     if not problems and not drawn:

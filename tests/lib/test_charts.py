@@ -22,7 +22,7 @@ def test_every_chart_is_valid_vega_lite_named_for_its_entry(name: str) -> None:
     figure = CHARTS[name]()
     assert isinstance(figure, ExplorableFigure) and figure.name == name
     jsonschema.validate(figure.spec, SCHEMA)
-    assert figure.spec["usermeta"] == {"pe_chart": name}
+    assert figure.spec["usermeta"]["pe_chart"] == name
     assert figure.spec["config"]["background"] == "white"  # readable in dark mode
 
 
@@ -31,9 +31,25 @@ def test_every_chart_is_deterministic_and_computes_in_the_browser(name: str) -> 
     first, second = CHARTS[name](), CHARTS[name]()
     assert first.to_json() == second.to_json()
     assert first._repr_mimebundle_() == second._repr_mimebundle_()
-    # Only generators and expressions: no table of numbers computed in Python.
-    spec = first.to_json()
-    assert '"sequence"' in spec and '"calculate"' in spec
+    # Only labels and generators in the data: every number drawn is computed by an expression.
+    assert '"calculate"' in first.to_json()
+    assert not [value for value in _data_values(first.spec) if isinstance(value, float)]
+
+
+def _data_values(node: object) -> list[object]:
+    """Every scalar inside a ``values`` list of the specification (inline data)."""
+    found: list[object] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "values" and isinstance(value, list):
+                for row in value:
+                    found.extend(row.values() if isinstance(row, dict) else [row])
+            else:
+                found.extend(_data_values(value))
+    elif isinstance(node, list):
+        for item in node:
+            found.extend(_data_values(item))
+    return found
 
 
 @pytest.mark.parametrize("name", sorted(CHARTS))
@@ -54,6 +70,12 @@ def test_starting_values_follow_the_arguments() -> None:
     assert values == {"d_model": 128, "log10_base": 2.0, "columns": "2, 5", "num_positions": 40}
     spec = charts.alibi_bias_chart(num_heads=6, max_distance=10).spec
     assert {p["name"]: p["value"] for p in spec["params"]} == {"num_heads": 6, "max_distance": 10}
+
+
+def test_fixed_settings_are_recorded() -> None:
+    assert charts.rotation_chart(d_model=32).spec["usermeta"]["fixed"] == {"d_model": 32}
+    fixed = charts.scaling_chart(head_dim=64, original_length=512).spec["usermeta"]["fixed"]
+    assert fixed == {"head_dim": 64, "base": 10000.0, "original_length": 512}
 
 
 def test_html_carries_the_specification_safely() -> None:
@@ -86,6 +108,10 @@ def test_html_carries_the_specification_safely() -> None:
         (charts.rotation_chart, {"shift": 2.0}, TypeError, "shift"),
         (charts.alibi_bias_chart, {"num_heads": 0}, ValueError, "num_heads"),
         (charts.alibi_bias_chart, {"num_heads": 17}, ValueError, "num_heads"),
+        (charts.scaling_chart, {"factor": 0.5}, ValueError, "factor"),
+        (charts.scaling_chart, {"factor": 2.25}, ValueError, "factor"),
+        (charts.scaling_chart, {"length_ratio": "2"}, TypeError, "length_ratio"),
+        (charts.scaling_chart, {"head_dim": 63}, ValueError, "head_dim"),
     ],
 )
 def test_bad_arguments_name_the_argument(builder, kwargs, error, names) -> None:

@@ -40,9 +40,17 @@ $(CACHE_STAMP): $(LIBRARY) requirements.txt
 	mkdir -p .jupyter_cache
 	touch $@
 
+# Sphinx rebuilds only the pages whose source changed; a change to the configuration, a
+# stylesheet, a script or a template affects every page, so it rebuilds them all (--all; the
+# execution cache still spares the chapters' kernels).
+SITE_FILES = $(shell find book/_static book/_templates -type f) _config.yml _toc.yml
+BUILT_STAMP := _build/.built
+REBUILD_ALL = $(if $(wildcard $(BUILT_STAMP)),$(if $(shell find $(SITE_FILES) -newer $(BUILT_STAMP)),--all),--all)
+
 ## book: build the HTML book into _build/html (strict: any warning fails).
 book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
-	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
+	$(BIN)/jupyter-book build . $(BOOK_FLAGS) $(REBUILD_ALL)
+	touch $(BUILT_STAMP)
 
 ## test: lint, library tests, every chapter re-executed by nbval and in the Binder environment,
 ## strict build, browser test of every page.

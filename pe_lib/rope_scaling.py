@@ -247,7 +247,7 @@ def _llama3(
 _FACTOR = ("factor",)
 _ORIGINAL = ("original_max_position_embeddings",)
 
-#: The registry: ``rope_type`` -> :class:`RopeScaling`. A new scaling is one entry here.
+#: Every scaling by its ``rope_type``, each a :class:`RopeScaling`; a new scaling is one entry here.
 ROPE_SCALINGS: dict[str, RopeScaling] = {
     "default": RopeScaling(_default),
     "linear": RopeScaling(_linear, required=_FACTOR),
@@ -426,8 +426,8 @@ def rope_frequencies(
         by which cos and sin are multiplied (1.0 except for ``"yarn"``).
 
     Raises:
-        TypeError, ValueError: as :func:`resolve_scaling`; ``ValueError`` also for a missing
-            ``seq_len`` where the method needs it.
+        TypeError, ValueError: as :func:`pe_lib.rope_scaling.resolve_scaling`; ``ValueError``
+            also for a missing ``seq_len`` where the method needs it.
     """
     head_dim = check_head_dim(head_dim)
     return frequencies_of(resolve_scaling(scaling, base), head_dim, seq_len)

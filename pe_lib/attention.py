@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import reprlib
 import warnings
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -128,40 +129,41 @@ def _check_attention_inputs(
         ) from None
     scores_shape = (*batch_shape, q_shape[-2], k_shape[-2])  # (..., q_len, k_len)
     if bias is not None:
-        if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
-            raise TypeError(
-                "bias must be a floating torch.Tensor, got "
-                + (
-                    f"a tensor of dtype {bias.dtype}"
-                    if isinstance(bias, torch.Tensor)
-                    else f"{reprlib.repr(bias)} of type {type(bias).__name__}"
-                )
-            )
-        if not _fits(bias.shape, scores_shape):
-            raise ValueError(
-                f"bias must be broadcastable to the scores' shape (..., q_len, k_len) = "
-                f"{scores_shape}, got shape {tuple(bias.shape)}"
-            )
+        _check_score_operand(
+            "bias", bias, "a floating", torch.Tensor.is_floating_point, scores_shape
+        )
     if mask is not None:
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            raise TypeError(
-                "mask must be a bool torch.Tensor, got "
-                + (
-                    f"a tensor of dtype {mask.dtype}"
-                    if isinstance(mask, torch.Tensor)
-                    else f"{reprlib.repr(mask)} of type {type(mask).__name__}"
-                )
-            )
-        if not _fits(mask.shape, scores_shape):
-            raise ValueError(
-                f"mask must be broadcastable to the scores' shape (..., q_len, k_len) = "
-                f"{scores_shape}, got shape {tuple(mask.shape)}"
-            )
+        _check_score_operand("mask", mask, "a bool", lambda t: t.dtype == torch.bool, scores_shape)
         if not torch.broadcast_to(mask, scores_shape).any(dim=-1).all():
             raise ValueError(
                 "mask must let every query attend to at least one key (a row of False has no "
                 f"softmax), got a mask of shape {tuple(mask.shape)} with an all-False row"
             )
+
+
+def _check_score_operand(
+    name: str,
+    value: object,
+    kind: str,
+    has_kind: Callable[[torch.Tensor], bool],
+    scores_shape: tuple[int, ...],
+) -> None:
+    """``value`` is a tensor of ``kind`` (``has_kind`` holds) that broadcasts to the scores' shape
+    (..., q_len, k_len) without growing it."""
+    if not isinstance(value, torch.Tensor) or not has_kind(value):
+        raise TypeError(
+            f"{name} must be {kind} torch.Tensor, got "
+            + (
+                f"a tensor of dtype {value.dtype}"
+                if isinstance(value, torch.Tensor)
+                else f"{reprlib.repr(value)} of type {type(value).__name__}"
+            )
+        )
+    if not _fits(value.shape, scores_shape):
+        raise ValueError(
+            f"{name} must be broadcastable to the scores' shape (..., q_len, k_len) = "
+            f"{scores_shape}, got shape {tuple(value.shape)}"
+        )
 
 
 def _fits(shape: torch.Size | tuple[int, ...], target: tuple[int, ...]) -> bool:

@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._validation import check_base, check_int_in_range
+from ._validation import check_base, check_int_in_range, check_real
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -489,9 +489,7 @@ def scaling_chart(
     base = check_base(base)
     original_length = check_int_in_range("original_length", original_length, 1, 2**20)
     for name, value in (("factor", factor), ("length_ratio", length_ratio)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a number, got {value!r}")
-        if not 1 <= value <= 16 or value * 2 != round(value * 2):
+        if not 1 <= check_real(name, value) <= 16 or value * 2 != round(value * 2):
             raise ValueError(f"{name} must be a multiple of 0.5 in [1, 16], got {value}")
     log_base, two_pi = math.log(base), 2 * math.pi
     # YaRN's ramp, on the pair index: pairs up to `first` turn more than 32 times within L (kept),

@@ -47,3 +47,25 @@ def article_table_float32(num_positions: int, d_model: int) -> torch.Tensor:
     table[:, 0::2] = torch.sin(position * div_term)
     table[:, 1::2] = torch.cos(position * div_term)
     return table
+
+
+def rope_theta(head_dim: int, base: float = 10000.0) -> np.ndarray:
+    """RoFormer's frequencies theta_i = base ** (-2i / d), i = 0 .. d/2 - 1, float64."""
+    return base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
+
+
+def rotate_pairs(x: np.ndarray, angles: np.ndarray, layout: str, scale: float = 1.0) -> np.ndarray:
+    """RoPE by complex numbers: each channel pair (a, b) as a + ib, times ``scale * e^{i angle}``.
+
+    ``x``: (seq_len, d) float64; ``angles``: (seq_len, d/2); ``layout``: ``"interleaved"`` (pairs
+    (2i, 2i+1)) or ``"half"`` (pairs (i, i + d/2)). Returns (seq_len, d).
+    """
+    half = x.shape[-1] // 2
+    z = x[:, 0::2] + 1j * x[:, 1::2] if layout == "interleaved" else x[:, :half] + 1j * x[:, half:]
+    rotated = scale * z * np.exp(1j * angles)
+    out = np.empty_like(x)
+    if layout == "interleaved":
+        out[:, 0::2], out[:, 1::2] = rotated.real, rotated.imag
+    else:
+        out[:, :half], out[:, half:] = rotated.real, rotated.imag
+    return out

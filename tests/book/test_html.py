@@ -28,7 +28,12 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
+import torch
 import yaml
+
+import pe_lib
+from pe_lib.charts import CHARTS
+from pe_lib.rope_scaling import rope_frequencies
 
 try:
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -195,11 +200,15 @@ def browser():
 class PageVisit:
     """One page loaded in a fresh browser context, with everything that went wrong on the way."""
 
-    def __init__(self, browser, base_url: str, relpath: str) -> None:
+    def __init__(
+        self, browser, base_url: str, relpath: str, init_script: str | None = None, **options
+    ) -> None:
         self.url = base_url + relpath
         self.base_url = base_url
         self.problems: list[str] = []
-        self.context = browser.new_context()
+        self.context = browser.new_context(**options)  # e.g. viewport=...
+        if init_script is not None:
+            self.context.add_init_script(init_script)
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
         self.page.on("console", self._on_console)
@@ -235,8 +244,8 @@ class PageVisit:
 def visit(browser, base_url):
     visits: list[PageVisit] = []
 
-    def open_page(relpath: str) -> PageVisit:
-        page_visit = PageVisit(browser, base_url, relpath)
+    def open_page(relpath: str, **options) -> PageVisit:
+        page_visit = PageVisit(browser, base_url, relpath, **options)
         visits.append(page_visit)
         page_visit.page.goto(page_visit.url, wait_until="load")
         return page_visit
@@ -580,103 +589,126 @@ def _close(actual: float, expected: float, what: str, problems: list[str]) -> No
         problems.append(f"{what}: browser {actual!r}, pe_lib {expected!r}")
 
 
+def _base(settings: dict) -> tuple[int, float]:
+    return int(settings["d_model"]), 10.0 ** settings["log10_base"]
+
+
+def _frequency(settings: dict, drawn: list[dict], problems: list[str]) -> None:
+    d_model, base = _base(settings)
+    table = pe_lib.sinusoidal_table(
+        int(settings["num_positions"]), d_model, base=base, dtype=torch.float64
+    )
+    for row in drawn:
+        expected = float(table[int(row["pos"]), int(row["column"])])
+        _close(row["value"], expected, f"PE({row['pos']}, {row['column']})", problems)
+
+
+def _wavelength(settings: dict, drawn: list[dict], problems: list[str]) -> None:
+    expected_all = pe_lib.wavelengths(*_base(settings))
+    if len(drawn) != len(expected_all):
+        problems.append(f"{len(drawn)} pairs drawn, pe_lib has {len(expected_all)}")
+    for row in drawn:
+        expected = float(expected_all[int(row["pair"])])
+        _close(row["wavelength"] / expected, 1.0, f"wavelength {row['pair']}", problems)
+
+
+def _dot_product(settings: dict, drawn: list[dict], problems: list[str]) -> None:
+    d_model, base = _base(settings)
+    last = max(int(row["k"]) for row in drawn)
+    table = pe_lib.sinusoidal_table(37 + last + 1, d_model, base=base, dtype=torch.float64)
+    for row in drawn:
+        k = int(row["k"])
+        for pos in (0, 37):  # any position: the dot product depends on k alone
+            expected = float(table[pos] @ table[pos + k])
+            _close(row["dot"], expected, f"PE({pos}) . PE({pos}+{k})", problems)
+
+
+def _rotation(settings: dict, drawn: list[dict], problems: list[str]) -> None:
+    d_model = int(settings["d_model"])
+    pair, pos, k = int(settings["pair"]), int(settings["position"]), int(settings["shift"])
+    table = pe_lib.sinusoidal_table(max(pos, pos + k) + 1, d_model, dtype=torch.float64)
+    shifted = pe_lib.relative_shift_matrix(k, d_model) @ table[pos]  # M_k PE(pos)
+    expected = {"pos": table[pos], "pos + k": shifted}
+    for row in drawn:
+        vector = expected[row["which"]]
+        _close(row["x"], float(vector[2 * pair]), f"{row['which']} sine", problems)
+        _close(row["y"], float(vector[2 * pair + 1]), f"{row['which']} cosine", problems)
+    if len(drawn) != 2:
+        problems.append(f"{len(drawn)} points drawn, expected pos and pos + k")
+
+
+def _alibi_bias(settings: dict, drawn: list[dict], problems: list[str]) -> None:
+    num_heads, last = int(settings["num_heads"]), int(settings["max_distance"])
+    slopes = pe_lib.alibi_slopes(num_heads)
+    bias = pe_lib.alibi_bias(num_heads, last + 1, last + 1, dtype=torch.float64)
+    if {int(row["head"]) for row in drawn} != set(range(num_heads)):
+        problems.append(
+            f"heads drawn {sorted({row['head'] for row in drawn})}, expected {num_heads}"
+        )
+    for row in drawn:
+        head, distance = int(row["head"]), int(row["distance"])
+        _close(row["slope"], float(slopes[head]), f"slope of head {head}", problems)
+        expected = float(bias[head, last, last - distance])  # query at `last`, key before it
+        _close(row["bias"], expected, f"bias of head {head} at distance {distance}", problems)
+
+
+def _scaling(settings: dict, drawn: list[dict], problems: list[str]) -> None:
+    head_dim, base = int(settings["head_dim"]), float(settings["base"])
+    length, factor = int(settings["original_length"]), float(settings["factor"])
+    current = round(settings["ell_ratio"] * length)
+    original = {"original_max_position_embeddings": length}
+    entries = {
+        "linear (PI)": {"rope_type": "linear", "factor": factor},
+        "NTK": {"rope_type": "ntk", "factor": factor},
+        "dynamic NTK": {"rope_type": "dynamic", "factor": factor, **original},
+        "YaRN": {"rope_type": "yarn", "factor": factor, **original},
+        "Llama 3.1": {
+            "rope_type": "llama3",
+            "factor": factor,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            **original,
+        },
+    }
+    plain, _ = rope_frequencies(head_dim, base=base)
+    expected_ratio = {
+        method: rope_frequencies(head_dim, base=base, scaling=entry, seq_len=current)[0] / plain
+        for method, entry in entries.items()
+    }
+    if {row["method"] for row in drawn} != set(entries):
+        problems.append(f"methods drawn {sorted({row['method'] for row in drawn})}")
+    for row in drawn:
+        expected = float(expected_ratio[row["method"]][int(row["pair"])])
+        _close(row["ratio"], expected, f"{row['method']} pair {row['pair']}", problems)
+
+
+# pe_lib's side of every figure in pe_lib.charts.CHARTS: the fields of the rows it draws, and the
+# comparison of those rows with pe_lib at the figure's settings.
+FIGURE_REFERENCES = {
+    "frequency": ({"pos", "column", "value"}, _frequency),
+    "wavelength": ({"pair", "wavelength"}, _wavelength),
+    "dot_product": ({"k", "dot"}, _dot_product),
+    "rotation": ({"which", "x", "y"}, _rotation),
+    "alibi_bias": ({"head", "slope", "distance", "bias"}, _alibi_bias),
+    "scaling": ({"pair", "method", "ratio"}, _scaling),
+}
+
+
 def _agrees_with_pe_lib(name: str, settings: dict, rows: list[dict]) -> list[str]:
     """The browser's values against pe_lib's, for the figure ``name`` at ``settings``."""
-    import torch
-
-    import pe_lib
-
+    if name not in FIGURE_REFERENCES:
+        return [f"no pe_lib reference for the figure {name!r}"]
+    fields, compare = FIGURE_REFERENCES[name]
+    drawn = [row for row in rows if fields <= row.keys()]
+    if not drawn:
+        return [f"figure {name!r} drew none of the values it should compute"]
     problems: list[str] = []
-    if name in {"frequency", "wavelength", "dot_product"}:
-        d_model, base = int(settings["d_model"]), 10.0 ** settings["log10_base"]
-    if name == "frequency":
-        drawn = [row for row in rows if {"pos", "column", "value"} <= row.keys()]
-        table = pe_lib.sinusoidal_table(
-            int(settings["num_positions"]), d_model, base=base, dtype=torch.float64
-        )
-        for row in drawn:
-            expected = float(table[int(row["pos"]), int(row["column"])])
-            _close(row["value"], expected, f"PE({row['pos']}, {row['column']})", problems)
-    elif name == "wavelength":
-        drawn = [row for row in rows if {"pair", "wavelength"} <= row.keys()]
-        expected_all = pe_lib.wavelengths(d_model, base)
-        if len(drawn) != len(expected_all):
-            problems.append(f"{len(drawn)} pairs drawn, pe_lib has {len(expected_all)}")
-        for row in drawn:
-            expected = float(expected_all[int(row["pair"])])
-            _close(row["wavelength"] / expected, 1.0, f"wavelength {row['pair']}", problems)
-    elif name == "dot_product":
-        drawn = [row for row in rows if {"k", "dot"} <= row.keys()]
-        last = max(int(row["k"]) for row in drawn)
-        table = pe_lib.sinusoidal_table(37 + last + 1, d_model, base=base, dtype=torch.float64)
-        for row in drawn:
-            k = int(row["k"])
-            for pos in (0, 37):  # any position: the dot product depends on k alone
-                expected = float(table[pos] @ table[pos + k])
-                _close(row["dot"], expected, f"PE({pos}) . PE({pos}+{k})", problems)
-    elif name == "rotation":
-        d_model = int(settings["d_model"])
-        drawn = [row for row in rows if {"which", "x", "y"} <= row.keys()]
-        pair, pos, k = int(settings["pair"]), int(settings["position"]), int(settings["shift"])
-        table = pe_lib.sinusoidal_table(max(pos, pos + k) + 1, d_model, dtype=torch.float64)
-        shifted = pe_lib.relative_shift_matrix(k, d_model) @ table[pos]  # M_k PE(pos)
-        expected = {"pos": table[pos], "pos + k": shifted}
-        for row in drawn:
-            vector = expected[row["which"]]
-            _close(row["x"], float(vector[2 * pair]), f"{row['which']} sine", problems)
-            _close(row["y"], float(vector[2 * pair + 1]), f"{row['which']} cosine", problems)
-        if len(drawn) != 2:
-            problems.append(f"{len(drawn)} points drawn, expected pos and pos + k")
-    elif name == "alibi_bias":
-        num_heads, last = int(settings["num_heads"]), int(settings["max_distance"])
-        drawn = [row for row in rows if {"head", "distance", "bias"} <= row.keys()]
-        slopes = pe_lib.alibi_slopes(num_heads)
-        bias = pe_lib.alibi_bias(num_heads, last + 1, last + 1, dtype=torch.float64)
-        if {int(row["head"]) for row in drawn} != set(range(num_heads)):
-            problems.append(
-                f"heads drawn {sorted({row['head'] for row in drawn})}, expected {num_heads}"
-            )
-        for row in drawn:
-            head, distance = int(row["head"]), int(row["distance"])
-            _close(row["slope"], float(slopes[head]), f"slope of head {head}", problems)
-            expected = float(bias[head, last, last - distance])  # query at `last`, key before it
-            _close(row["bias"], expected, f"bias of head {head} at distance {distance}", problems)
-    elif name == "scaling":
-        from pe_lib.rope_scaling import rope_frequencies
-
-        head_dim, base = int(settings["head_dim"]), float(settings["base"])
-        length, factor = int(settings["original_length"]), float(settings["factor"])
-        current = round(settings["ell_ratio"] * length)
-        original = {"original_max_position_embeddings": length}
-        entries = {
-            "linear (PI)": {"rope_type": "linear", "factor": factor},
-            "NTK": {"rope_type": "ntk", "factor": factor},
-            "dynamic NTK": {"rope_type": "dynamic", "factor": factor, **original},
-            "YaRN": {"rope_type": "yarn", "factor": factor, **original},
-            "Llama 3.1": {
-                "rope_type": "llama3",
-                "factor": factor,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0,
-                **original,
-            },
-        }
-        plain, _ = rope_frequencies(head_dim, base=base)
-        expected_ratio = {
-            method: rope_frequencies(head_dim, base=base, scaling=entry, seq_len=current)[0] / plain
-            for method, entry in entries.items()
-        }
-        drawn = [row for row in rows if {"pair", "method", "ratio"} <= row.keys()]
-        if {row["method"] for row in drawn} != set(entries):
-            problems.append(f"methods drawn {sorted({row['method'] for row in drawn})}")
-        for row in drawn:
-            expected = float(expected_ratio[row["method"]][int(row["pair"])])
-            _close(row["ratio"], expected, f"{row['method']} pair {row['pair']}", problems)
-    else:
-        problems.append(f"no pe_lib reference for the figure {name!r}")
-    if not problems and not drawn:
-        problems.append(f"figure {name!r} drew none of the values it should compute")
+    compare(settings, drawn, problems)
     return problems
+
+
+def test_every_figure_has_a_pe_lib_reference() -> None:
+    assert set(FIGURE_REFERENCES) == set(CHARTS)
 
 
 def test_book_has_explorable_figures() -> None:
@@ -769,25 +801,18 @@ WIDER_THAN = """(limit) => {
 
 
 @pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
-def test_page_fits_a_narrow_screen(browser, base_url, relpath: str) -> None:
+def test_page_fits_a_narrow_screen(visit, relpath: str) -> None:
     """At 400 px the page never scrolls sideways (code blocks scroll inside themselves)."""
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
-    context = browser.new_context(viewport={"width": NARROW_WIDTH, "height": 800})
-    try:
-        page = context.new_page()
-        page.route(
-            "**/*", lambda r: r.continue_() if r.request.url.startswith(base_url) else r.abort()
-        )
-        page.goto(base_url + relpath, wait_until="networkidle")
-        if relpath in PAGES_WITH_FIGURES:
-            page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
-        width = page.evaluate("() => document.documentElement.scrollWidth")
-        wide = page.evaluate(WIDER_THAN, NARROW_WIDTH)
-        assert width <= NARROW_WIDTH, f"{relpath} is {width} px wide at {NARROW_WIDTH} px: {wide}"
-        assert not wide, f"{relpath}: content cut off past {NARROW_WIDTH} px: {wide}"
-    finally:
-        context.close()
+    page = visit(relpath, viewport={"width": NARROW_WIDTH, "height": 800}).page
+    page.wait_for_load_state("networkidle")
+    if relpath in PAGES_WITH_FIGURES:
+        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    wide = page.evaluate(WIDER_THAN, NARROW_WIDTH)
+    assert width <= NARROW_WIDTH, f"{relpath} is {width} px wide at {NARROW_WIDTH} px: {wide}"
+    assert not wide, f"{relpath}: content cut off past {NARROW_WIDTH} px: {wide}"
 
 
 # Alpha of the corners of every figure image, drawn on a canvas: 255 where the figure brings its
@@ -812,22 +837,14 @@ FIGURE_BACKGROUNDS = """() => {
 
 
 @pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
-def test_figures_readable_in_dark_mode(browser, base_url, relpath: str) -> None:
+def test_figures_readable_in_dark_mode(visit, relpath: str) -> None:
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
-    context = browser.new_context()
-    context.add_init_script("localStorage.setItem('mode', 'dark')")
-    try:
-        page = context.new_page()
-        page.route(
-            "**/*", lambda r: r.continue_() if r.request.url.startswith(base_url) else r.abort()
-        )
-        page.goto(base_url + relpath, wait_until="networkidle")
-        assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
-        if relpath in PAGES_WITH_FIGURES:
-            page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
-        check_images(page)
-        transparent = [f["figure"] for f in page.evaluate(FIGURE_BACKGROUNDS) if not f["opaque"]]
-        assert not transparent, f"{relpath}: figures without an opaque background: {transparent}"
-    finally:
-        context.close()
+    page = visit(relpath, init_script="localStorage.setItem('mode', 'dark')").page
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+    if relpath in PAGES_WITH_FIGURES:
+        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    check_images(page)
+    transparent = [f["figure"] for f in page.evaluate(FIGURE_BACKGROUNDS) if not f["opaque"]]
+    assert not transparent, f"{relpath}: figures without an opaque background: {transparent}"

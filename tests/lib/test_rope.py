@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pe_reference import rope_theta, rotate_pairs
 
 from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
 
@@ -17,30 +18,10 @@ LAYOUTS = ("interleaved", "half")
 BF16_UNIT_ROUNDOFF = torch.finfo(torch.bfloat16).eps / 2  # 2**-8: one rounding to bfloat16
 
 
-def numpy_theta(head_dim: int, base: float = 10000.0) -> np.ndarray:
-    """theta_i = base ** (-2i / d), i = 0 .. d/2 - 1, float64."""
-    return base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
-
-
 def complex_rope(x: np.ndarray, positions: np.ndarray, layout: str, base: float = 10000.0):
-    """Independent reference: pair (a, b) -> complex a + ib, times e^{i m theta_i} (float64).
-
-    ``x``: (seq_len, d), ``positions``: (seq_len,) -> (seq_len, d).
-    """
-    half = x.shape[-1] // 2
-    if layout == "interleaved":
-        z = x[:, 0::2] + 1j * x[:, 1::2]
-    else:
-        z = x[:, :half] + 1j * x[:, half:]
-    rotated = z * np.exp(
-        1j * positions[:, None].astype(np.float64) * numpy_theta(x.shape[-1], base)
-    )
-    out = np.empty_like(x)
-    if layout == "interleaved":
-        out[:, 0::2], out[:, 1::2] = rotated.real, rotated.imag
-    else:
-        out[:, :half], out[:, half:] = rotated.real, rotated.imag
-    return out
+    """Independent reference: ``x`` (seq_len, d) rotated at ``positions`` (seq_len,), float64."""
+    angles = positions[:, None].astype(np.float64) * rope_theta(x.shape[-1], base)
+    return rotate_pairs(x, angles, layout)
 
 
 def half_to_interleaved(head_dim: int) -> torch.Tensor:
@@ -62,7 +43,7 @@ def test_rope_angles_values_shape_and_dtype():
     angles = rope_angles(positions, 8, base=500.0)
     assert angles.shape == (2, 3, 4)
     assert angles.dtype == torch.float64
-    expected = positions.numpy()[..., None].astype(np.float64) * numpy_theta(8, 500.0)
+    expected = positions.numpy()[..., None].astype(np.float64) * rope_theta(8, 500.0)
     np.testing.assert_allclose(angles.numpy(), expected, rtol=1e-15, atol=0)
     assert torch.all(angles[0, 0] == 0)  # position 0 is not rotated
 
@@ -192,7 +173,7 @@ def bf16_score_tolerance(q: torch.Tensor, k: torch.Tensor) -> float:
 def naive_bf16_rope(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """The mistake the precision rules prevent: angles formed in bfloat16 (interleaved layout)."""
     head_dim = x.shape[-1]
-    theta = torch.tensor(numpy_theta(head_dim), dtype=torch.bfloat16)
+    theta = torch.tensor(rope_theta(head_dim), dtype=torch.bfloat16)
     angles = positions.to(torch.bfloat16)[:, None] * theta  # (seq_len, d/2), bfloat16
     cos, sin = angles.cos(), angles.sin()
     even, odd = x[..., 0::2], x[..., 1::2]
@@ -456,7 +437,7 @@ def test_fractional_positions():
             apply_rope(x, positions, layout=layout).numpy(), expected, atol=1e-9
         )
     np.testing.assert_allclose(
-        rope_angles(positions, 8).numpy(), positions.numpy()[:, None] * numpy_theta(8), rtol=1e-15
+        rope_angles(positions, 8).numpy(), positions.numpy()[:, None] * rope_theta(8), rtol=1e-15
     )
 
 

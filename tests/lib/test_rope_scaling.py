@@ -26,6 +26,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pe_reference import rope_theta, rotate_pairs
 
 from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
 from pe_lib.rope_scaling import ROPE_SCALINGS, resolve_scaling, rope_frequencies
@@ -68,25 +69,20 @@ GPT_OSS_YARN = {
 # --- independent references -------------------------------------------------------------------
 
 
-def ref_theta(head_dim: int, base: float) -> np.ndarray:
-    """RoFormer: theta_i = base ** (-2i / d), i = 0 .. d/2 - 1."""
-    return 1.0 / base ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
-
-
 def ref_linear(head_dim, base, scaling, seq_len=None):
     """PI (Chen et al.): position m is read as m / factor, i.e. theta_i / factor."""
-    return ref_theta(head_dim, base) / scaling["factor"], 1.0
+    return rope_theta(head_dim, base) / scaling["factor"], 1.0
 
 
 def ref_ntk(head_dim, base, scaling, seq_len=None):
-    return ref_theta(head_dim, base * scaling["factor"] ** (head_dim / (head_dim - 2))), 1.0
+    return rope_theta(head_dim, base * scaling["factor"] ** (head_dim / (head_dim - 2))), 1.0
 
 
 def ref_dynamic(head_dim, base, scaling, seq_len):
     factor, original = scaling["factor"], scaling["original_max_position_embeddings"]
     length = max(seq_len, original)
     alpha = factor * length / original - (factor - 1)
-    return ref_theta(head_dim, base * alpha ** (head_dim / (head_dim - 2))), 1.0
+    return rope_theta(head_dim, base * alpha ** (head_dim / (head_dim - 2))), 1.0
 
 
 def ref_yarn(head_dim, base, scaling, seq_len=None):
@@ -104,7 +100,7 @@ def ref_yarn(head_dim, base, scaling, seq_len=None):
     low, high = max(low, 0), min(high, head_dim - 1)
     if low == high:
         high += 0.001
-    theta = ref_theta(head_dim, base)
+    theta = rope_theta(head_dim, base)
     out = np.empty_like(theta)
     for i, t in enumerate(theta):
         ramp = min(max((i - low) / (high - low), 0.0), 1.0)  # 0: extrapolate, 1: interpolate
@@ -131,7 +127,7 @@ def ref_llama3(head_dim, base, scaling, seq_len=None):
     low_freq_wavelen = old_context_len / low_freq_factor
     high_freq_wavelen = old_context_len / high_freq_factor
     new_freqs = []
-    for freq in ref_theta(head_dim, base):
+    for freq in rope_theta(head_dim, base):
         wavelen = 2 * math.pi / freq
         if wavelen < high_freq_wavelen:
             new_freqs.append(freq)
@@ -146,7 +142,7 @@ def ref_llama3(head_dim, base, scaling, seq_len=None):
 
 
 REFERENCES = {
-    "default": lambda head_dim, base, scaling, seq_len=None: (ref_theta(head_dim, base), 1.0),
+    "default": lambda head_dim, base, scaling, seq_len=None: (rope_theta(head_dim, base), 1.0),
     "linear": ref_linear,
     "ntk": ref_ntk,
     "dynamic": ref_dynamic,
@@ -171,19 +167,6 @@ EXAMPLES = {
         "original_max_position_embeddings": 64,
     },
 }
-
-
-def ref_rotate(x: np.ndarray, angles: np.ndarray, scale: float, layout: str) -> np.ndarray:
-    """scale * (pair as a complex number) * e^{i angle}; x (seq_len, d), angles (seq_len, d/2)."""
-    half = x.shape[-1] // 2
-    z = x[:, 0::2] + 1j * x[:, 1::2] if layout == "interleaved" else x[:, :half] + 1j * x[:, half:]
-    rotated = scale * z * np.exp(1j * angles)
-    out = np.empty_like(x)
-    if layout == "interleaved":
-        out[:, 0::2], out[:, 1::2] = rotated.real, rotated.imag
-    else:
-        out[:, :half], out[:, half:] = rotated.real, rotated.imag
-    return out
 
 
 def as_numpy(theta: torch.Tensor) -> np.ndarray:
@@ -217,7 +200,7 @@ def test_llama31_8b_config():
     np.testing.assert_allclose(as_numpy(theta), expected, rtol=1e-15, atol=0)
     assert attention == 1.0
     # The bands: wavelengths below 8192 / 4 = 2048 positions kept, above 8192 divided by 8.
-    plain = ref_theta(LLAMA31_HEAD_DIM, LLAMA31_THETA)
+    plain = rope_theta(LLAMA31_HEAD_DIM, LLAMA31_THETA)
     wavelength = 2 * math.pi / plain
     kept, divided = wavelength < 2048, wavelength > 8192
     middle = ~kept & ~divided
@@ -333,7 +316,7 @@ def test_every_method_with_factor_one_is_plain_rope(rope_type, head_dim, base, o
         # dynamic NTK with factor 1 still grows the base by (seq_len / L) beyond L: plain within L
         seq_len = min(seq_len, original)
     theta, attention = rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
-    np.testing.assert_allclose(as_numpy(theta), ref_theta(head_dim, base), rtol=1e-14, atol=0)
+    np.testing.assert_allclose(as_numpy(theta), rope_theta(head_dim, base), rtol=1e-14, atol=0)
     assert attention == 1.0
 
 
@@ -365,7 +348,7 @@ def test_yarn_keeps_fast_pairs_and_interpolates_slow_ones(
         "truncate": truncate,
     }
     theta = as_numpy(rope_frequencies(head_dim, base=base, scaling=scaling)[0])
-    plain = ref_theta(head_dim, base)
+    plain = rope_theta(head_dim, base)
     turns = original * plain / (2 * math.pi)  # r_i = L / lambda_i
     index = np.arange(head_dim // 2)
     if truncate:  # the ramp's ends rounded outwards to whole pair indices
@@ -400,7 +383,7 @@ def test_llama31_three_bands(head_dim, base, factor, original, low, width):
         "original_max_position_embeddings": original,
     }
     theta = as_numpy(rope_frequencies(head_dim, base=base, scaling=scaling)[0])
-    plain = ref_theta(head_dim, base)
+    plain = rope_theta(head_dim, base)
     wavelength = 2 * math.pi / plain
     short, long = wavelength < original / high, wavelength > original / low
     middle = ~short & ~long
@@ -420,7 +403,7 @@ def test_yarn_ramp_ends_outside_the_pairs():
     """
     scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4}
     theta = as_numpy(rope_frequencies(16, scaling=scaling)[0])
-    np.testing.assert_allclose(theta, ref_theta(16, 10000.0) / 4.0, rtol=1e-15)
+    np.testing.assert_allclose(theta, rope_theta(16, 10000.0) / 4.0, rtol=1e-15)
     assert ref_yarn(16, 10000.0, scaling)[0][0] == 1.0  # the clamped reference keeps pair 0
     # L = 64 (4 pi < L < 2 pi * 32): pair 0 turns about 10 times, inside the ramp, not kept
     scaling["original_max_position_embeddings"] = 64
@@ -446,7 +429,7 @@ def test_scaled_rotation_against_the_complex_formula(layout, rope_type):
     )  # dynamic: the last position + 1
     angles = positions.numpy()[:, None].astype(np.float64) * theta
     for b in range(2):
-        expected = ref_rotate(x[b].numpy(), angles, attention, layout)
+        expected = rotate_pairs(x[b].numpy(), angles, layout, scale=attention)
         np.testing.assert_allclose(out[b].numpy(), expected, rtol=0, atol=1e-10)
 
 

@@ -13,6 +13,7 @@ The package is layered; each module has one concern::
     encodings         ENCODINGS: the registry, one contract per encoding
     toy               the shifted-copy experiment: a one-layer model built from the registry
     checks            homework checkers (a package: shared core, one module per checker)
+    style             one colour, dash and name per method, for every figure
     plotting          matplotlib figures for the chapters
     charts            figures that recompute in the browser (Vega-Lite, through altair)
     widgets           the ipywidgets frequency explorer (optional ipywidgets)

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import reprlib
+import sys
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import torch
+
+from ._tracing import quiet_while_tracing
 
 __all__ = [
     "LAYOUT_ALIASES",
@@ -34,9 +38,7 @@ __all__ = [
     "check_position_span",
     "check_shift",
     "check_table_size",
-    "is_tracing",
     "renamed_keyword",
-    "static_size",
 ]
 
 #: The largest integer ``n`` such that every integer in ``[0, n]`` is exact in float64
@@ -109,8 +111,9 @@ def renamed_keyword(
 ) -> tuple[str, object]:
     """Resolve a keyword that was renamed (``start`` -> ``offset``): ``(name used, value)``.
 
-    The old name keeps working as an alias; passing both raises ``TypeError``. The name
-    returned is the one the caller used, so that error messages repeat it.
+    The old name still works but raises a ``DeprecationWarning`` that names the new one;
+    passing both raises ``TypeError``. The name returned is the one the caller used, so that
+    error messages repeat it.
     """
     if old_value is not None:
         if new_value is not None:
@@ -119,8 +122,22 @@ def renamed_keyword(
                 f"of {new_name}); pass only {new_name}, got {new_name}={new_value!r} and "
                 f"{old_name}={old_value!r}"
             )
+        _warn_renamed(f"{old_name}=", f"{new_name}=")
         return old_name, old_value
     return new_name, default if new_value is None else new_value
+
+
+def _warn_renamed(old: str, new: str) -> None:
+    """Warn, at the first caller outside pe_lib, that ``old`` is deprecated for ``new``."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(0), 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        package + os.sep
+    ):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(
+        f"{old} is deprecated, use {new} instead (same meaning)", DeprecationWarning, level
+    )
 
 
 def check_base(value: object, name: str = "base") -> float:
@@ -152,7 +169,8 @@ def check_dropout(value: object, name: str = "dropout") -> float:
 #: The two channel orders of sine/cosine (or rotation) pairs: ``"interleaved"``, pair ``i`` in
 #: channels ``(2i, 2i+1)``; ``"half"``, pair ``i`` in channels ``(i, i + ceil(d/2))``.
 LAYOUTS = ("interleaved", "half")
-#: Older names still accepted for a layout: tables called the split-halves order ``"concat"``.
+#: Deprecated names of a layout, each with the name to use (a ``DeprecationWarning`` says it):
+#: tables called the split-halves order ``"concat"``.
 LAYOUT_ALIASES = {"concat": "half"}
 
 
@@ -170,9 +188,10 @@ def check_choice(
             f"{name} must be one of {choices}, got {value!r} of type {type(value).__name__}"
         )
     if value in aliases:
+        _warn_renamed(f"{name}={value!r}", f"{name}={aliases[value]!r}")
         return aliases[value]
     if value not in allowed:
-        also = f" (or the older {', '.join(map(repr, aliases))})" if aliases else ""
+        also = f" (or the deprecated {', '.join(map(repr, aliases))})" if aliases else ""
         raise ValueError(f"{name} must be one of {choices}{also}, got {value!r}")
     return value
 
@@ -269,21 +288,6 @@ def check_table_size(num_rows: int, num_columns: int, rows_name: str, columns_na
         )
 
 
-def is_tracing() -> bool:
-    """Whether ``torch.jit.trace`` is recording the current call."""
-    return bool(torch.jit.is_tracing())  # type: ignore[attr-defined, no-untyped-call]
-
-
-def static_size(x: torch.Tensor, dim: int) -> int:
-    """``x.shape[dim]`` as an ``int``, also while ``torch.jit.trace`` records a call (when the
-    size is a traced tensor, this reads its value for the example input, without a warning)."""
-    if is_tracing():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
-            return int(x.shape[dim])
-    return int(x.shape[dim])
-
-
 def check_features(x: object, d_model: int, name: str = "x", ndim: int = 3) -> torch.Tensor:
     """A floating tensor of shape (batch, seq_len, d_model) (``ndim`` dimensions in all).
 
@@ -291,11 +295,8 @@ def check_features(x: object, d_model: int, name: str = "x", ndim: int = 3) -> t
     ``torch.jit.trace`` records a call, the sizes of ``x`` are traced values: they are checked
     for the example input only (a trace holds no Python checks), without tracer warnings.
     """
-    if is_tracing():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
-            return _check_features(x, d_model, name, ndim)
-    return _check_features(x, d_model, name, ndim)
+    with quiet_while_tracing():
+        return _check_features(x, d_model, name, ndim)
 
 
 def _check_features(x: object, d_model: int, name: str, ndim: int) -> torch.Tensor:
@@ -323,12 +324,6 @@ def _check_features(x: object, d_model: int, name: str, ndim: int) -> torch.Tens
 
 
 # --- rotary embeddings (pe_lib.rope, pe_lib.rope_scaling) --------------------------------------
-
-
-def compute_dtype_for(device: torch.device) -> torch.dtype:
-    """The dtype angles and tables are formed in on ``device``: float64 wherever the device
-    supports it (Apple's MPS does not, and gets float32)."""
-    return torch.float32 if device.type == "mps" else torch.float64
 
 
 def check_real(

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 import reprlib
-import warnings
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from ._validation import check_features, check_positive_int, is_tracing, static_size
+from ._tracing import quiet_while_tracing, static_size
+from ._validation import check_features, check_positive_int
 
 __all__ = ["SelfAttention", "scaled_dot_product_attention"]
 
@@ -71,11 +71,7 @@ def scaled_dot_product_attention(
     ``torch.jit.trace`` every check runs on the example inputs only (a trace holds no Python
     checks), without tracer warnings.
     """
-    if is_tracing():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
-            _check_attention_inputs(q, k, v, mask, bias)
-    else:
+    with quiet_while_tracing():
         _check_attention_inputs(q, k, v, mask, bias)
     scores = q @ k.transpose(-2, -1) / math.sqrt(static_size(q, -1))  # (..., q_len, k_len)
     if bias is not None:

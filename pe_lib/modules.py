@@ -22,6 +22,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ._precision import compute_dtype_for
+from ._tracing import is_tracing, static_size
 from ._validation import (
     check_base,
     check_dropout,
@@ -29,11 +31,8 @@ from ._validation import (
     check_nonnegative_int,
     check_position_span,
     check_positive_int,
-    compute_dtype_for,
-    is_tracing,
-    static_size,
 )
-from .sinusoidal import sinusoidal_table
+from .sinusoidal import DEFAULT_BASE, sinusoidal_table
 
 __all__ = ["LearnedPositionalEncoding", "PositionalEncoding", "SinusoidalPositionalEncoding"]
 
@@ -96,7 +95,7 @@ class SinusoidalPositionalEncoding(nn.Module):
     dropout: nn.Dropout
 
     def __init__(
-        self, d_model: int, max_len: int = 5000, dropout: float = 0.1, *, base: float = 10000.0
+        self, d_model: int, max_len: int = 5000, dropout: float = 0.1, *, base: float = DEFAULT_BASE
     ) -> None:
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)

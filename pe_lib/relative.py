@@ -30,7 +30,7 @@ from ._validation import (
     check_shift,
     check_table_size,
 )
-from .sinusoidal import angular_frequencies
+from .sinusoidal import DEFAULT_BASE, angular_frequencies
 
 __all__ = ["relative_shift_matrix"]
 
@@ -39,7 +39,7 @@ def relative_shift_matrix(
     k: int,
     d_model: int,
     *,
-    base: float = 10000.0,
+    base: float = DEFAULT_BASE,
     layout: str = "interleaved",
     dtype: torch.dtype = torch.float64,
 ) -> torch.Tensor:
@@ -51,7 +51,7 @@ def relative_shift_matrix(
         d_model: embedding size; must be even, because with odd ``d_model`` the last column
             holds :math:`\sin(pos\,\omega)` without its cosine partner and no matrix maps it.
         base: frequency base, > 1.
-        layout: ``"interleaved"`` or ``"half"`` (alias ``"concat"``), the layout of the table
+        layout: ``"interleaved"`` or ``"half"`` (``"concat"``: deprecated), the layout of the table
             it acts on (see :func:`pe_lib.sinusoidal.sinusoidal_table`).
         dtype: floating dtype of the result; the angles ``k * omega_i`` are float64.
 

@@ -61,15 +61,17 @@ operations and uses bfloat16 cos and sin.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
+from ._precision import compute_dtype_for
+from ._tracing import is_tracing
+from ._tracing import quiet_while_tracing as _quiet_while_tracing
+from ._validation import LAYOUTS as ROPE_LAYOUTS
 from ._validation import (
     check_head_dim,
     check_layout,
@@ -79,27 +81,13 @@ from ._validation import (
     check_positions_match,
     check_positive_int,
     check_rotary_input,
-    compute_dtype_for,
-    is_tracing,
 )
 from .rope_scaling import ScalingConfig, frequencies_of, resolve_scaling, rope_frequencies
 
 __all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies"]
 
-ROPE_LAYOUTS = ("interleaved", "half")
-
 #: Elements of ``x`` rotated per block (512 KiB of float32) when autograd is off.
 _BLOCK_ELEMENTS = 1 << 17
-
-
-@contextlib.contextmanager
-def _quiet_while_tracing() -> Iterator[None]:
-    """While ``torch.jit.trace`` records a call, the checks run on the example input's sizes:
-    silence the tracer's warnings about reading them as Python values."""
-    with warnings.catch_warnings():
-        if is_tracing():
-            warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
-        yield
 
 
 def _frequencies_on(

@@ -72,7 +72,7 @@ from ._validation import (
     check_positive_int,
     check_real,
 )
-from .sinusoidal import angular_frequencies
+from .sinusoidal import DEFAULT_BASE, angular_frequencies
 
 __all__ = [
     "DEFAULT_BASE",
@@ -83,9 +83,6 @@ __all__ = [
     "resolve_scaling",
     "rope_frequencies",
 ]
-
-#: RoFormer's base (Su et al., 2021), used when neither ``base`` nor ``rope_theta`` is given.
-DEFAULT_BASE = 10000.0
 
 #: ``compute(head_dim, base, params, seq_len) -> (inverse frequencies, attention factor)``.
 ScalingFunction = Callable[

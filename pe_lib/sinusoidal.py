@@ -35,18 +35,22 @@ from ._validation import (
     renamed_keyword,
 )
 
-__all__ = ["MAX_POSITION", "angular_frequencies", "sinusoidal_table", "wavelengths"]
+__all__ = ["DEFAULT_BASE", "MAX_POSITION", "angular_frequencies", "sinusoidal_table", "wavelengths"]
 
 #: The largest position a table holds exactly, ``2**53 - 1``. IEEE 754 binary64 has a 53-bit
 #: significand, so float64 represents every integer only up to ``2**53``.
 MAX_POSITION = MAX_EXACT_INT
+
+#: The frequency base of the paper's table (Vaswani et al., 2017, section 3.5), which RoFormer
+#: keeps for RoPE (Su et al., 2021): the default wherever a base is asked for.
+DEFAULT_BASE = 10000.0
 
 #: Positions processed per chunk, so that a long table never holds more than a few
 #: float64 chunks of intermediate angles in memory at once.
 _CHUNK_POSITIONS = 4096
 
 
-def angular_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
+def angular_frequencies(d_model: int, base: float = DEFAULT_BASE) -> torch.Tensor:
     r"""Angular frequency of each sine/cosine pair: :math:`\omega_i = \mathrm{base}^{-2i/d}`.
 
     Args:
@@ -63,7 +67,7 @@ def angular_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
     return torch.pow(base, -2.0 * pair_index / d_model)
 
 
-def wavelengths(d_model: int, base: float = 10000.0) -> torch.Tensor:
+def wavelengths(d_model: int, base: float = DEFAULT_BASE) -> torch.Tensor:
     r"""Wavelength, in positions, of each sine/cosine pair: :math:`\lambda_i = 2\pi / \omega_i`.
 
     The wavelengths grow geometrically from :math:`2\pi` (``i = 0``) to just under
@@ -79,7 +83,7 @@ def sinusoidal_table(
     num_positions: int,
     d_model: int,
     *,
-    base: float = 10000.0,
+    base: float = DEFAULT_BASE,
     offset: int | None = None,
     layout: str = "interleaved",
     dtype: torch.dtype = torch.float32,
@@ -95,8 +99,8 @@ def sinusoidal_table(
       column is a sine, exactly as the formula says.
     * ``"half"``: all ``ceil(d/2)`` sines, then all ``floor(d/2)`` cosines, with the paper's
       frequencies. The columns are those of the interleaved table, permuted; it is the
-      split-halves order RoPE calls ``"half"``. ``"concat"``, its older name here, is accepted
-      as an alias. tensor2tensor (``get_timing_signal_1d``) and fairseq
+      split-halves order RoPE calls ``"half"``. ``"concat"``, its older name here, still works
+      but raises a ``DeprecationWarning``. tensor2tensor (``get_timing_signal_1d``) and fairseq
       (``SinusoidalPositionalEmbedding.get_embedding``) concatenate sines and cosines in this
       order too, but space their frequencies as ``10000^(-i/(d/2 - 1))`` rather than the
       paper's ``10000^(-2i/d)`` (fairseq's docstring notes the difference), so their tables
@@ -109,10 +113,10 @@ def sinusoidal_table(
         offset: first position, >= 0 (default 0); the last position,
             ``offset + num_positions - 1``, must be at most ``2**53 - 1``
             (:data:`MAX_POSITION`).
-        layout: ``"interleaved"`` or ``"half"`` (alias ``"concat"``).
+        layout: ``"interleaved"`` or ``"half"`` (``"concat"``: deprecated, say ``"half"``).
         dtype: floating dtype of the result; angles are always float64.
         device: device of the result.
-        start: the older name of ``offset``, still accepted (pass one of the two).
+        start: deprecated name of ``offset`` (raises a ``DeprecationWarning``).
 
     Returns:
         tensor of shape ``(num_positions, d_model)``.

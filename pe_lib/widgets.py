@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 
 from ._validation import check_base, check_indices, check_positive_int
 from .plotting import plot_dimensions, plot_wavelengths
-from .sinusoidal import sinusoidal_table
+from .sinusoidal import DEFAULT_BASE, sinusoidal_table
 from .sinusoidal import wavelengths as _wavelengths
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +79,7 @@ def _check_view(
 
 def draw_frequency_view(
     d_model: int = 64,
-    base: float = 10000.0,
+    base: float = DEFAULT_BASE,
     dims: Sequence[int] = (0, 1, 10, 30),
     num_positions: int = 100,
 ) -> tuple[Figure, tuple[Axes, Axes]]:
@@ -266,7 +266,7 @@ def _explorer_class() -> type:
 
 def frequency_explorer(
     d_model: int = 64,
-    base: float = 10000.0,
+    base: float = DEFAULT_BASE,
     dims: Sequence[int] = (0, 1, 10, 30),
     num_positions: int = 100,
 ) -> ipywidgets.VBox:

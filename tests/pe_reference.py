@@ -13,19 +13,19 @@ def reference_table(
     d_model: int,
     *,
     base: float = 10000.0,
-    start: int = 0,
+    offset: int = 0,
     layout: str = "interleaved",
 ) -> np.ndarray:
     """The sinusoidal table, entry by entry, in float64 with Python's ``math`` (no pe_lib).
 
     Vaswani et al. (2017), section 3.5: PE(pos, 2i) = sin(pos / base^(2i/d)),
-    PE(pos, 2i+1) = cos(pos / base^(2i/d)). The ``"concat"`` layout lists the ceil(d/2) sines
+    PE(pos, 2i+1) = cos(pos / base^(2i/d)). The ``"half"`` layout lists the ceil(d/2) sines
     first, then the floor(d/2) cosines.
     """
     num_sines = (d_model + 1) // 2
     table = np.empty((num_positions, d_model), dtype=np.float64)
     for row in range(num_positions):
-        pos = start + row
+        pos = offset + row
         for col in range(d_model):
             if layout == "interleaved":
                 pair, is_sine = col // 2, col % 2 == 0

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from .._validation import check_base, check_positive_int
+from ..sinusoidal import DEFAULT_BASE
 from ._core import (
     ANGLE_ERROR_CAP,
     EPS32,
@@ -245,7 +246,7 @@ def check_positional_encoding_module(
     module_or_class: object,
     d_model: int | None = None,
     *,
-    base: float = 10000.0,
+    base: float = DEFAULT_BASE,
     strict: bool = False,
 ) -> tuple[Note, ...]:
     r"""Check a PyTorch module that adds the fixed sinusoidal encoding to token embeddings.

@@ -14,7 +14,7 @@ import torch
 
 from .._validation import check_base
 from ..relative import relative_shift_matrix
-from ..sinusoidal import angular_frequencies
+from ..sinusoidal import DEFAULT_BASE, angular_frequencies
 from ._core import EPS64, Catalogue, NotAnArray, angle_ulps, as_float64, call_student, reference
 
 __all__ = ["MISTAKES", "check_relative_shift"]
@@ -68,7 +68,7 @@ _SAME_SIGN = MISTAKES.declare(
 )
 _LAYOUT = MISTAKES.declare(
     "layout",
-    "your matrix acts on the concatenated layout (all sines, then all cosines), but PE here "
+    "your matrix acts on the 'half' layout (all sines, then all cosines), but PE here "
     "is interleaved: sine in column 2i, cosine in column 2i+1.",
     f"put the 2x2 block {_ROTATION} on rows and columns 2i, 2i+1.",
 )
@@ -98,7 +98,9 @@ _MARGIN = -min(_SHIFTS)
 _FARTHEST_PROBE = 2.0**40
 
 
-def check_relative_shift(build: Callable[[int, int], object], *, base: float = 10000.0) -> None:
+def check_relative_shift(
+    build: Callable[[int, int], object], *, base: float = DEFAULT_BASE
+) -> None:
     r"""Check a builder of the shift matrix :math:`M_k` with :math:`PE(pos+k) = M_k\,PE(pos)`.
 
     ``build(k, d_model)`` is called for ``d_model`` in 2, 4, 8, 16 and ``k`` in 0, 1, -1, 3,
@@ -122,7 +124,7 @@ def check_relative_shift(build: Callable[[int, int], object], *, base: float = 1
       so they cannot be told apart and the message names all three;
     * ``"sign"``: the two sines of a block with the same sign (not a rotation), or the whole
       matrix negated;
-    * ``"layout"``: the matrix for the concatenated sin | cos layout;
+    * ``"layout"``: the matrix for the ``"half"`` layout (sin | cos);
     * ``"wrong_values"``: 2x2 rotation blocks by the wrong angles (the message names the
       first wrong block, its angle and the expected ``k * omega_i``);
     * ``"not_shift"``: anything else (the identity for ``k != 0`` included).
@@ -174,13 +176,6 @@ def _probe_windows(d_model: int, base: float) -> tuple[torch.Tensor, torch.Tenso
     return probes + _MARGIN, windows.reshape(len(probes), span, d_model)
 
 
-def _concat_layout(matrix: torch.Tensor) -> torch.Tensor:
-    """``matrix`` re-indexed for the sin | cos layout: channel 2i -> i, 2i+1 -> i + d/2."""
-    d_model = matrix.shape[0]
-    order = torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
-    return matrix[order][:, order]
-
-
 def _same_sign_sines(reference_matrix: torch.Tensor, sign: float) -> torch.Tensor:
     """M_k with both sines of each 2x2 block given the same sign (not a rotation)."""
     matrix = reference_matrix.clone()
@@ -229,7 +224,7 @@ def _check_one(
         raise _NEGATED.fail(where)
     if equals(_same_sign_sines(right, 1.0)) or equals(_same_sign_sines(right, -1.0)):
         raise _SAME_SIGN.fail(where)
-    if d_model >= 4 and equals(_concat_layout(right)):
+    if d_model >= 4 and equals(relative_shift_matrix(k, d_model, base=base, layout="half")):
         raise _LAYOUT.fail(where)
     if k != 0 and equals(torch.eye(d_model, dtype=torch.float64)):
         raise _IDENTITY.fail(where)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validation import MAX_EXACT_INT, check_base, check_nonnegative_int, renamed_keyword
-from ..sinusoidal import angular_frequencies
+from ..sinusoidal import DEFAULT_BASE, angular_frequencies
 from ._core import (
     EPS16,
     EPS32,
@@ -366,10 +366,10 @@ def _candidates(d_model: int, base: float, offset: int, offset_name: str) -> Ite
             "last_exponent": d - 1,
         }
         yield _Candidate(_ODD_D_MODEL, fields, _interleaved(column_frequencies(d + 1, base)[:d]))
-    if base != 10000.0:
+    if base != DEFAULT_BASE:
         # The paper's base where another was asked for: checked before the exponent
         # variants, which can coincide with it (10000 ** (2i/d) = 100 ** (4i/d)).
-        yield _base_candidate(d, base, 10000.0)
+        yield _base_candidate(d, base, DEFAULT_BASE)
     for mistake, factor, index, shift in _EXPONENTS:
         counted = column if index else pair
         yield _Candidate(mistake, {}, _interleaved(torch.pow(base, factor * (counted + shift) / d)))
@@ -570,7 +570,11 @@ def _shape_hint(shape: tuple[int, ...]) -> str:
 
 
 def check_sinusoidal_table(
-    table: object, *, base: float = 10000.0, offset: int | None = None, start: int | None = None
+    table: object,
+    *,
+    base: float = DEFAULT_BASE,
+    offset: int | None = None,
+    start: int | None = None,
 ) -> None:
     r"""Check a sinusoidal position table (Vaswani et al., 2017, section 3.5).
 
@@ -627,7 +631,7 @@ def check_sinusoidal_table(
         base: the base the table should use, a finite number > 1.
         offset: the position of the first row, >= 0 (default 0); the last position,
             ``offset + num_positions - 1``, must be at most ``2**53 - 1``.
-        start: the older name of ``offset``, still accepted (pass one of the two).
+        start: deprecated name of ``offset`` (raises a ``DeprecationWarning``).
 
     Returns:
         ``None`` when the table is right.

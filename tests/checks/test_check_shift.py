@@ -45,7 +45,7 @@ def same_sign_sines(k, d):
     return m
 
 
-def concat_layout(k, d):
+def half_layout(k, d):
     h = d // 2
     w = 10000.0 ** (-2 * np.arange(h) / d)
     c, s = np.diag(np.cos(k * w)), np.diag(np.sin(k * w))
@@ -77,7 +77,7 @@ PLANTED = [
     (sines_flipped, "transposed", "both sines"),
     (same_sign_sines, "sign", "same sign"),
     (lambda k, d: -student_shift(k, d), "sign", "k=0, d_model=2"),
-    (concat_layout, "layout", "concatenated"),
+    (half_layout, "layout", "'half' layout"),
     (wrong_frequencies, "wrong_values", "block 1"),
     (lambda k, d: student_shift(k + 1, d), "wrong_values", "k=0"),
     (lambda k, d: np.eye(d), "not_shift", "identity"),

@@ -41,8 +41,8 @@ class ArticlePositionalEncoding(nn.Module):
         return self.dropout(x + self.pe[: x.size(1)])
 
 
-def table64(num_positions: int, d_model: int, start: int = 0) -> torch.Tensor:
-    return sinusoidal_table(num_positions, d_model, offset=start, dtype=torch.float64)
+def table64(num_positions: int, d_model: int, offset: int = 0) -> torch.Tensor:
+    return sinusoidal_table(num_positions, d_model, offset=offset, dtype=torch.float64)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -137,15 +137,15 @@ def test_sinusoidal_beyond_max_len_follows_the_formula(offset, seq_len):
     x = torch.randn(3, seq_len, 6)
     out = small(x, offset=offset)
     assert torch.equal(out, large(x, offset=offset))
-    expected = x.double().numpy() + reference_table(seq_len, 6, start=offset)
+    expected = x.double().numpy() + reference_table(seq_len, 6, offset=offset)
     np.testing.assert_allclose(out.numpy(), expected, rtol=0, atol=1e-6)
     assert small.pe.shape == (30, 6)  # forward computed the window without growing the buffer
 
 
 def test_encoding_rows():
     module = SinusoidalPositionalEncoding(5, max_len=20)
-    assert torch.equal(module.encoding(8, offset=4), table64(8, 5, start=4))
-    assert torch.equal(module.encoding(10, offset=15), table64(10, 5, start=15))
+    assert torch.equal(module.encoding(8, offset=4), table64(8, 5, offset=4))
+    assert torch.equal(module.encoding(10, offset=15), table64(10, 5, offset=15))
     assert module.encoding(3).dtype == torch.float64
 
 

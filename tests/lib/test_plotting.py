@@ -25,7 +25,7 @@ TOKENS = ["I", "ate", "rice"]
 
 CALLS = {
     "heatmap": lambda **kw: plot_encoding_heatmap(TABLE, title="table", **kw),
-    "dimensions": lambda **kw: plot_dimensions(TABLE, [0, 1, 6], start=5, **kw),
+    "dimensions": lambda **kw: plot_dimensions(TABLE, [0, 1, 6], offset=5, **kw),
     "wavelengths": lambda **kw: plot_wavelengths(8, **kw),
     "dot_product": lambda **kw: plot_dot_product_vs_distance(
         TABLE, reference_positions=[0, 20], **kw
@@ -68,7 +68,7 @@ def test_heatmap_shows_the_table():
 
 
 def test_dimensions_plots_the_chosen_columns_against_position():
-    _, ax = plot_dimensions(TABLE.numpy(), [1, 6], start=5)
+    _, ax = plot_dimensions(TABLE.numpy(), [1, 6], offset=5)
     assert len(ax.lines) == 2
     for line, column in zip(ax.lines, [1, 6], strict=True):
         np.testing.assert_array_equal(line.get_xdata(), np.arange(5, 45))
@@ -113,9 +113,7 @@ def test_attention_weights_carry_the_tokens():
         (lambda: plot_dimensions(TABLE, [True]), TypeError, r"dims .*ints.*\[True\]"),
         (lambda: plot_dimensions(TABLE, [1.0]), TypeError, r"dims .*ints.*\[1\.0\]"),
         (lambda: plot_dimensions(TABLE, 3), TypeError, r"dims must be a sequence.*got 3"),
-        (lambda: plot_dimensions(TABLE, [0], start=-2), ValueError, r"start .*got -2"),
         (lambda: plot_dimensions(TABLE, [0], offset=-2), ValueError, r"offset .*got -2"),
-        (lambda: plot_dimensions(TABLE, [0], offset=1, start=1), TypeError, r"offset and start"),
         (lambda: plot_wavelengths(0), ValueError, r"d_model .*got 0"),
         (lambda: plot_wavelengths(8, base=1.0), ValueError, r"base .*> 1.*got 1\.0"),
         (

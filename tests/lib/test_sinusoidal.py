@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from pe_lib.sinusoidal import _CHUNK_POSITIONS
 
 d_models = st.integers(min_value=1, max_value=48)
 bases = st.floats(min_value=1.5, max_value=1e5, allow_nan=False, allow_infinity=False)
-starts = st.integers(min_value=0, max_value=1_000_000)
+offsets = st.integers(min_value=0, max_value=1_000_000)
 layouts = st.sampled_from(["interleaved", "half"])
 
 # Max abs error allowed against the float64 reference: float64 angles agree to ~1e-10 at
@@ -29,17 +30,17 @@ ATOL = {torch.float64: 1e-9, torch.float32: 1e-7}
     num_positions=st.integers(min_value=1, max_value=24),
     d_model=d_models,
     base=bases,
-    start=starts,
+    offset=offsets,
     layout=layouts,
     dtype=st.sampled_from([torch.float32, torch.float64]),
 )
-def test_table_matches_reference(num_positions, d_model, base, start, layout, dtype):
+def test_table_matches_reference(num_positions, d_model, base, offset, layout, dtype):
     table = sinusoidal_table(
-        num_positions, d_model, base=base, offset=start, layout=layout, dtype=dtype
+        num_positions, d_model, base=base, offset=offset, layout=layout, dtype=dtype
     )
     assert table.shape == (num_positions, d_model)
     assert table.dtype == dtype
-    expected = reference_table(num_positions, d_model, base=base, start=start, layout=layout)
+    expected = reference_table(num_positions, d_model, base=base, offset=offset, layout=layout)
     np.testing.assert_allclose(table.double().numpy(), expected, rtol=0, atol=ATOL[dtype])
 
 
@@ -50,7 +51,7 @@ def test_dtype_and_device_arguments(dtype, device):
     assert table.dtype == dtype and table.device.type == "cpu" and table.shape == (50, 9)
     # Cast from float64 values: within half an ulp of the largest magnitude, 1.
     half_ulp = torch.finfo(dtype).eps / 2
-    expected = reference_table(50, 9, start=1000)
+    expected = reference_table(50, 9, offset=1000)
     np.testing.assert_allclose(table.double().numpy(), expected, rtol=0, atol=half_ulp + 1e-12)
 
 
@@ -62,25 +63,27 @@ def test_meta_device_and_defaults():
     torch.testing.assert_close(default, sinusoidal_table(7, 6, layout="interleaved"))
 
 
-@given(d_model=d_models, start=starts, base=bases)
-def test_half_layout_is_a_permutation_of_interleaved(d_model, start, base):
-    interleaved = sinusoidal_table(5, d_model, base=base, offset=start, dtype=torch.float64)
-    half = sinusoidal_table(5, d_model, base=base, offset=start, layout="half", dtype=torch.float64)
+@given(d_model=d_models, offset=offsets, base=bases)
+def test_half_layout_is_a_permutation_of_interleaved(d_model, offset, base):
+    interleaved = sinusoidal_table(5, d_model, base=base, offset=offset, dtype=torch.float64)
+    half = sinusoidal_table(
+        5, d_model, base=base, offset=offset, layout="half", dtype=torch.float64
+    )
     sines_then_cosines = list(range(0, d_model, 2)) + list(range(1, d_model, 2))
     assert sorted(sines_then_cosines) == list(range(d_model))
     assert torch.equal(half, interleaved[:, sines_then_cosines])
 
 
-@given(d_model=d_models, start=starts, base=bases)
-def test_squared_norm(d_model, start, base):
+@given(d_model=d_models, offset=offsets, base=bases)
+def test_squared_norm(d_model, offset, base):
     """Each sin/cos pair contributes sin^2 + cos^2 = 1, so ||PE(pos)||^2 = d/2 for even d.
 
     For odd d = 2m + 1 the last column is a sine without its cosine partner, at frequency
     omega_m = base^(-2m/d) = base^(-(d-1)/d): ||PE(pos)||^2 = (d-1)/2 + sin^2(pos * omega_m).
     """
-    table = sinusoidal_table(20, d_model, base=base, offset=start, dtype=torch.float64)
+    table = sinusoidal_table(20, d_model, base=base, offset=offset, dtype=torch.float64)
     squared_norms = (table**2).sum(dim=1).numpy()
-    positions = np.arange(start, start + 20, dtype=np.float64)
+    positions = np.arange(offset, offset + 20, dtype=np.float64)
     if d_model % 2 == 0:
         expected = np.full(20, d_model / 2)
     else:
@@ -112,13 +115,13 @@ def test_paper_wavelength_range():
     assert lam[-1].item() == pytest.approx(2 * math.pi * 10000 ** (510 / 512))
 
 
-@given(start=st.integers(min_value=0, max_value=10_000), d_model=d_models)
-def test_start_is_a_window_of_a_longer_table(start, d_model):
-    """Rows are computed from integer positions, so a window starting at ``start`` is
+@given(offset=st.integers(min_value=0, max_value=10_000), d_model=d_models)
+def test_offset_is_a_window_of_a_longer_table(offset, d_model):
+    """Rows are computed from integer positions, so a window starting at ``offset`` is
     bitwise the same as the matching rows of a table starting at 0."""
-    window = sinusoidal_table(8, d_model, offset=start, dtype=torch.float64)
-    longer = sinusoidal_table(start + 8, d_model, dtype=torch.float64)
-    assert torch.equal(window, longer[start:])
+    window = sinusoidal_table(8, d_model, offset=offset, dtype=torch.float64)
+    longer = sinusoidal_table(offset + 8, d_model, dtype=torch.float64)
+    assert torch.equal(window, longer[offset:])
 
 
 def test_rows_across_chunk_boundaries():
@@ -126,7 +129,7 @@ def test_rows_across_chunk_boundaries():
     table = sinusoidal_table(num_positions, 6, dtype=torch.float64)
     rows = [0, _CHUNK_POSITIONS - 1, _CHUNK_POSITIONS, 2 * _CHUNK_POSITIONS, num_positions - 1]
     for row in rows:
-        expected = reference_table(1, 6, start=row)[0]
+        expected = reference_table(1, 6, offset=row)[0]
         np.testing.assert_allclose(table[row].numpy(), expected, rtol=0, atol=1e-12)
 
 
@@ -136,18 +139,35 @@ def test_odd_d_model_last_column_is_a_sine():
     torch.testing.assert_close(table[:, 6], torch.sin(positions * 10000.0 ** (-6 / 7)))
 
 
-@pytest.mark.parametrize("d_model", [6, 7])
-def test_half_is_the_one_name_of_the_split_layout_and_concat_its_alias(d_model):
-    """``"half"`` (RoPE's word for sines then cosines) and the older ``"concat"`` give one table,
-    in tables and shift matrices alike; ``start`` is the older name of ``offset``."""
-    half = sinusoidal_table(9, d_model, layout="half", offset=4, dtype=torch.float64)
-    assert torch.equal(
-        half, sinusoidal_table(9, d_model, layout="concat", offset=4, dtype=torch.float64)
-    )
-    expected = reference_table(9, d_model, start=4, layout="concat")
-    np.testing.assert_allclose(half.numpy(), expected, rtol=0, atol=1e-12)
-    if d_model % 2 == 0:
-        assert torch.equal(
-            relative_shift_matrix(3, d_model, layout="half"),
-            relative_shift_matrix(3, d_model, layout="concat"),
-        )
+DEPRECATED = {
+    "sinusoidal_table start=": (
+        lambda: sinusoidal_table(9, 6, start=4, dtype=torch.float64),
+        lambda: sinusoidal_table(9, 6, offset=4, dtype=torch.float64),
+        "start= is deprecated, use offset=",
+    ),
+    "sinusoidal_table layout='concat'": (
+        lambda: sinusoidal_table(9, 7, layout="concat", dtype=torch.float64),
+        lambda: sinusoidal_table(9, 7, layout="half", dtype=torch.float64),
+        "layout='concat' is deprecated, use layout='half'",
+    ),
+    "relative_shift_matrix layout='concat'": (
+        lambda: relative_shift_matrix(3, 6, layout="concat"),
+        lambda: relative_shift_matrix(3, 6, layout="half"),
+        "layout='concat' is deprecated, use layout='half'",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", DEPRECATED)
+def test_deprecated_names_warn_naming_the_new_one_and_mean_it(name):
+    """The older names still work, with a DeprecationWarning at the caller's line."""
+    old, new, message = DEPRECATED[name]
+    with pytest.warns(DeprecationWarning, match=re.escape(message)) as record:
+        result = old()
+    assert record[0].filename == __file__
+    assert torch.equal(result, new())
+
+
+def test_an_old_and_a_new_name_together_are_refused():
+    with pytest.raises(TypeError, match=r"offset and start are the same argument.*offset=1"):
+        sinusoidal_table(4, 2, offset=1, start=1)

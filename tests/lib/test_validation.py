@@ -102,7 +102,6 @@ TARGETS = {
             "d_model": "size",
             "base": "base",
             "offset": "nonnegative",
-            "start": "nonnegative",
             "layout": "layout",
             "dtype": "dtype",
         },
@@ -229,25 +228,20 @@ def test_empty_sequence_is_rejected_by_the_callers_name(module):
     [
         # float64 holds every integer only up to 2**53: a table there would repeat rows.
         (
-            lambda: sinusoidal_table(4, 2, start=2**53 + 1),
+            lambda: sinusoidal_table(4, 2, offset=2**53 + 1),
             ValueError,
-            r"start must be a non-negative int at most 2\*\*53 - 1.*got 9007199254740993",
+            r"offset must be a non-negative int at most 2\*\*53 - 1.*got 9007199254740993",
         ),
         (
-            lambda: sinusoidal_table(4, 2, start=10**30),
+            lambda: sinusoidal_table(4, 2, offset=10**30),
             ValueError,
-            r"start .*2\*\*53 - 1.*got 1000",
+            r"offset .*2\*\*53 - 1.*got 1000",
         ),
         (
             lambda: sinusoidal_table(4, 2, offset=2**53 - 2),
             ValueError,
             r"offset \+ num_positions - 1 \(the last position\) must be at most 2\*\*53 - 1.*"
             r"offset=9007199254740990 and num_positions=4",
-        ),
-        (
-            lambda: sinusoidal_table(4, 2, offset=1, start=1),
-            TypeError,
-            r"offset and start are the same argument.*offset=1 and start=1",
         ),
         (lambda: sinusoidal_table(4, 2, device="gpu7"), ValueError, r"device must .*'gpu7'"),
         (lambda: sinusoidal_table(4, 2, device=0), TypeError, r"device must .*got 0"),

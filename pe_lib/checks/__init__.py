@@ -17,31 +17,26 @@ checker                                   what it checks
 :func:`check_alibi_bias`                  ALiBi's attention bias
 ========================================  =========================================
 
-Each checker's ``.mistakes`` lists its codes in the order it looks for them, read from the
-mistakes its module declares (for the first three also :data:`TABLE_MISTAKES`,
-:data:`MODULE_MISTAKES` and :data:`RELATIVE_SHIFT_MISTAKES`). A new checker is one module of this package built on
-:mod:`pe_lib.checks._core`: declare its mistakes in a :class:`Catalogue`, raise them with
-``mistake.fail(...)``, call student code through ``call_student``.
+Each checker's ``.mistakes`` is the tuple of the codes it recognises, in the order it looks
+for them, read from the :class:`Catalogue` its module declares (the one way to read them). A new
+checker is one module of this package built on :mod:`pe_lib.checks._core`: declare its
+mistakes in a :class:`Catalogue`, decorate the checker with ``@catalogue.attach``, raise them
+with ``mistake.fail(...)``, call student code through ``call_student``.
 """
 
 from __future__ import annotations
 
-from ._core import Catalogue, CheckFailed, Mistake, Note
+from ._core import Catalogue, Checker, CheckFailed, Mistake, Note
 from .alibi import check_alibi_bias, check_alibi_slopes
-from .module import MISTAKES as _MODULE
 from .module import check_positional_encoding_module
 from .rope import check_rope
-from .shift import MISTAKES as _SHIFT
 from .shift import check_relative_shift
-from .table import MISTAKES as _TABLE
 from .table import check_sinusoidal_table
 
 __all__ = [
-    "MODULE_MISTAKES",
-    "RELATIVE_SHIFT_MISTAKES",
-    "TABLE_MISTAKES",
     "Catalogue",
     "CheckFailed",
+    "Checker",
     "Mistake",
     "Note",
     "check_alibi_bias",
@@ -51,10 +46,3 @@ __all__ = [
     "check_rope",
     "check_sinusoidal_table",
 ]
-
-#: Mistake codes :func:`check_sinusoidal_table` can raise, in the order it looks for them.
-TABLE_MISTAKES: tuple[str, ...] = _TABLE.codes
-#: Mistake codes :func:`check_positional_encoding_module` can raise or note, in order.
-MODULE_MISTAKES: tuple[str, ...] = _MODULE.codes
-#: Mistake codes :func:`check_relative_shift` can raise, in the order it looks for them.
-RELATIVE_SHIFT_MISTAKES: tuple[str, ...] = _SHIFT.codes

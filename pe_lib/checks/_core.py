@@ -21,7 +21,7 @@ import math
 import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import ParamSpec, Protocol, TypeVar, cast
 
 import numpy as np
 import torch
@@ -36,9 +36,12 @@ __all__ = [
     "EPS_BF16",
     "Catalogue",
     "CheckFailed",
+    "Checker",
     "Mistake",
     "Note",
     "NotAnArray",
+    "P",
+    "R_co",
     "T",
     "Tolerance",
     "angle_ulps",
@@ -52,6 +55,10 @@ __all__ = [
 
 #: The type a student's function returns, passed through by :func:`call_student`.
 T = TypeVar("T")
+#: The parameters of a checker, kept by :meth:`Catalogue.checker`.
+P = ParamSpec("P")
+#: What a checker returns (``None``, or the notes of a strict check).
+R_co = TypeVar("R_co", covariant=True)
 
 EPS64 = float(torch.finfo(torch.float64).eps)
 EPS32 = float(torch.finfo(torch.float32).eps)
@@ -137,8 +144,9 @@ class Mistake:
 class Catalogue:
     """The mistakes of one checker, in the order it looks for them.
 
-    ``codes`` (also ``checker.mistakes`` and the ``*_MISTAKES`` tuples) is derived from the
-    declarations, so a new mistake is one :meth:`declare` call.
+    ``codes`` is derived from the declarations, so a new mistake is one :meth:`declare` call.
+    Decorating the checker with :meth:`attach` (after the last declaration) gives it
+    ``.mistakes``, these codes: the one public way to read a checker's mistakes.
     """
 
     checker: str
@@ -160,6 +168,21 @@ class Catalogue:
 
     def __contains__(self, code: object) -> bool:
         return code in self.codes
+
+    def attach(self, function: Callable[P, R_co]) -> Checker[P, R_co]:
+        """Decorator: ``function`` becomes a :class:`Checker` whose ``.mistakes`` are
+        :attr:`codes`."""
+        function.mistakes = self.codes  # type: ignore[attr-defined]
+        return cast("Checker[P, R_co]", function)
+
+
+class Checker(Protocol[P, R_co]):
+    """A homework checker: call it on your work; ``.mistakes`` lists what it recognises."""
+
+    #: The codes of the mistakes it recognises, in the order it looks for them.
+    mistakes: tuple[str, ...]
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
 
 
 def call_student(mistake: Mistake, call: str, function: Callable[..., T], *args: object) -> T:

@@ -33,7 +33,7 @@ from .._validation import check_bool
 from ..alibi import alibi_bias, alibi_slopes
 from ._core import EPS64, Catalogue, CheckFailed, NotAnArray, as_float64, call_student
 
-__all__ = ["BIAS_MISTAKES", "SLOPES_MISTAKES", "check_alibi_bias", "check_alibi_slopes"]
+__all__ = ["check_alibi_bias", "check_alibi_slopes"]
 
 #: The mistakes :func:`check_alibi_slopes` recognises, in the order it looks for them.
 SLOPES_MISTAKES = Catalogue("check_alibi_slopes")
@@ -127,6 +127,7 @@ _POWERS = (8, 4, 16, 2, 1, 32)
 _OTHERS = (3, 5, 6, 7, 12, 20, 24, 40)
 
 
+@SLOPES_MISTAKES.attach
 def check_alibi_slopes(slopes: Callable[[int], object]) -> None:
     r"""Check a function of the ALiBi slopes against the paper and the authors' code.
 
@@ -167,9 +168,6 @@ def check_alibi_slopes(slopes: Callable[[int], object]) -> None:
         result = call_student(_SLOPES_EXCEPTION, f"slopes({n})", slopes, n)
         values, eps = _vector(result, n)
         _check_slopes(values, eps, n)
-
-
-check_alibi_slopes.mistakes = SLOPES_MISTAKES.codes  # type: ignore[attr-defined]
 
 
 def _vector(result: object, n: int) -> tuple[torch.Tensor, float]:
@@ -338,6 +336,7 @@ _BIAS_PROBES = ((8, 6, 6), (4, 5, 5), (12, 7, 7), (8, 1, 9), (8, 3, 10))
 _MASK_GAP = 5e3
 
 
+@BIAS_MISTAKES.attach
 def check_alibi_bias(bias: Callable[[int, int, int], object], *, causal: bool = True) -> None:
     r"""Check an ALiBi bias builder against the paper (and :func:`pe_lib.alibi.alibi_bias`).
 
@@ -394,9 +393,6 @@ def check_alibi_bias(bias: Callable[[int, int, int], object], *, causal: bool = 
         if tuple(values.shape) != wanted:
             raise _BIAS_SHAPE.fail(call=call, shape=tuple(values.shape), wanted=wanted)
         _check_bias(values, eps, n, q_len, k_len, causal, f"For {call}, ")
-
-
-check_alibi_bias.mistakes = BIAS_MISTAKES.codes  # type: ignore[attr-defined]
 
 
 def _visible(b: torch.Tensor) -> torch.Tensor:

@@ -35,7 +35,7 @@ from ._core import (
 )
 from .table import check_sinusoidal_table
 
-__all__ = ["MISTAKES", "check_positional_encoding_module"]
+__all__ = ["check_positional_encoding_module"]
 
 MISTAKES = Catalogue("check_positional_encoding_module")
 
@@ -242,6 +242,7 @@ _WITHIN = _LengthMistakes(_SHORT_RAISED, _SHORT_SHAPE, _WRONG_ROWS)
 _BEYOND = _LengthMistakes(_BEYOND_RAISED, _BEYOND_SHAPE, _BEYOND_WRONG)
 
 
+@MISTAKES.attach
 def check_positional_encoding_module(
     module_or_class: object,
     d_model: int | None = None,
@@ -360,9 +361,6 @@ def check_positional_encoding_module(
         )
     with _probing(module):
         return _Probe(module, d_model, base, strict, declared).run()
-
-
-check_positional_encoding_module.mistakes = MISTAKES.codes  # type: ignore[attr-defined]
 
 
 def _check_d_model(value: object) -> int:

@@ -64,7 +64,7 @@ from ._core import (
     fmt_base,
 )
 
-__all__ = ["CONVENTIONS", "MISTAKES", "Convention", "check_rope"]
+__all__ = ["CONVENTIONS", "Convention", "check_rope"]
 
 #: The mistakes :func:`check_rope` recognises, in the order it looks for them.
 MISTAKES = Catalogue("check_rope")
@@ -297,6 +297,7 @@ _SCALING_ULPS = 4.0
 _FITTED_DIGITS = range(1, 7)
 
 
+@MISTAKES.attach
 def check_rope(
     rotate: Callable[..., object],
     *,
@@ -402,9 +403,6 @@ def check_rope(
                     for _ in range(CONVENTIONS[convention].inputs)
                 ]
                 _check_call(student, CONVENTIONS[convention], spec, xs, offset)
-
-
-check_rope.mistakes = MISTAKES.codes  # type: ignore[attr-defined]
 
 
 def _probes(max_len: object) -> tuple[tuple[int, int], ...]:

@@ -17,7 +17,7 @@ from ..relative import relative_shift_matrix
 from ..sinusoidal import DEFAULT_BASE, angular_frequencies
 from ._core import EPS64, Catalogue, NotAnArray, angle_ulps, as_float64, call_student, reference
 
-__all__ = ["MISTAKES", "check_relative_shift"]
+__all__ = ["check_relative_shift"]
 
 MISTAKES = Catalogue("check_relative_shift")
 
@@ -98,6 +98,7 @@ _MARGIN = -min(_SHIFTS)
 _FARTHEST_PROBE = 2.0**40
 
 
+@MISTAKES.attach
 def check_relative_shift(
     build: Callable[[int, int], object], *, base: float = DEFAULT_BASE
 ) -> None:
@@ -154,9 +155,6 @@ def check_relative_shift(
             rows = windows[:, _MARGIN]  # PE(source)
             shifted = windows[:, _MARGIN + k]  # PE(source + k)
             _check_one(build, k, d_model, base, source, rows, shifted)
-
-
-check_relative_shift.mistakes = MISTAKES.codes  # type: ignore[attr-defined]
 
 
 def _probe_windows(d_model: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:

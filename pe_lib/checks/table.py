@@ -51,7 +51,7 @@ from ._core import (
     reference,
 )
 
-__all__ = ["MISTAKES", "check_sinusoidal_table"]
+__all__ = ["check_sinusoidal_table"]
 
 MISTAKES = Catalogue("check_sinusoidal_table")
 
@@ -569,6 +569,7 @@ def _shape_hint(shape: tuple[int, ...]) -> str:
     return "build one row per position and one column per embedding dimension."
 
 
+@MISTAKES.attach
 def check_sinusoidal_table(
     table: object,
     *,
@@ -674,9 +675,6 @@ def check_sinusoidal_table(
             value=float(values[row, col]),
         )
     _diagnose(values, dtype, value_eps, base, first, offset_name)
-
-
-check_sinusoidal_table.mistakes = MISTAKES.codes  # type: ignore[attr-defined]
 
 
 def _diagnose(

@@ -13,9 +13,6 @@ import torch
 
 import pe_lib.checks
 from pe_lib.checks import Catalogue, CheckFailed, Mistake
-from pe_lib.checks import module as module_checker
-from pe_lib.checks import shift as shift_checker
-from pe_lib.checks import table as table_checker
 from pe_lib.checks._core import NotAnArray, as_float64, call_student
 
 #: The checker modules of the package and their catalogues, found by walking it: a new
@@ -74,18 +71,32 @@ def test_every_declared_mistake_formats_and_says_how_to_fix(catalogue: Catalogue
         assert " Fix: " in message and mistake.how.strip(), mistake
 
 
-def test_every_checker_module_declares_its_mistakes() -> None:
-    for known in (table_checker.MISTAKES, module_checker.MISTAKES, shift_checker.MISTAKES):
-        assert any(known is found for found in CATALOGUES)
-    for checker in CHECKER_MODULES:
-        assert any(isinstance(v, Catalogue) for v in vars(checker).values()), checker
+def test_every_checker_reads_its_mistakes_one_way() -> None:
+    """Each public checker carries its codes as ``.mistakes``: those of one catalogue its
+    module declares; every declared catalogue belongs to one public checker, none is empty."""
+    checkers = [getattr(pe_lib.checks, n) for n in pe_lib.checks.__all__ if n.startswith("check_")]
+    assert checkers
+    by_checker = {c.checker: c.codes for c in CATALOGUES}
+    assert CATALOGUES and sorted(by_checker) == sorted(c.__name__ for c in checkers)
+    for checker in checkers:
+        assert checker.mistakes == by_checker[checker.__name__], checker
     assert all(c.codes for c in CATALOGUES)
 
 
-def test_the_public_catalogues_are_read_from_the_declarations() -> None:
-    assert pe_lib.checks.TABLE_MISTAKES == table_checker.MISTAKES.codes
-    assert pe_lib.checks.MODULE_MISTAKES == module_checker.MISTAKES.codes
-    assert pe_lib.checks.RELATIVE_SHIFT_MISTAKES == shift_checker.MISTAKES.codes
+def test_attach_makes_a_catalogue_the_mistakes_of_a_new_checker() -> None:
+    catalogue = Catalogue("check_example")
+    wrong = catalogue.declare("wrong", "It is wrong.", "make it right.")
+
+    @catalogue.attach
+    def check_example(value: int) -> None:
+        if value != 1:
+            raise wrong.fail()
+
+    check_example(1)
+    assert check_example.mistakes == ("wrong",)
+    with pytest.raises(CheckFailed) as info:
+        check_example(2)
+    assert info.value.mistake == "wrong"
 
 
 def test_call_student_names_the_call_and_chains_the_error() -> None:

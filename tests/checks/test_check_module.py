@@ -11,20 +11,13 @@ import math
 
 import pytest
 import torch
+from checker_failures import failing_with
 from torch import nn
 
 import pe_lib
-from pe_lib.checks import MODULE_MISTAKES, CheckFailed, Note, check_positional_encoding_module
+from pe_lib.checks import CheckFailed, Note, check_positional_encoding_module
 
-
-def fails_with(mistake: str, *args: object, **kwargs: object) -> CheckFailed:
-    """Run the checker, which must fail with ``mistake``; return the exception."""
-    assert mistake in MODULE_MISTAKES
-    with pytest.raises(CheckFailed) as info:
-        check_positional_encoding_module(*args, **kwargs)
-    assert info.value.mistake == mistake, str(info.value)
-    assert "Fix: " in str(info.value), "every message says how to fix the mistake"
-    return info.value
+fails_with = failing_with(check_positional_encoding_module)
 
 
 def sinusoid(seq_len, d_model, base=10000.0):
@@ -357,8 +350,9 @@ def test_planted_mistake_is_named(cls, d_model, mistake, words, strict) -> None:
 
 
 def test_every_mistake_has_a_planted_case() -> None:
-    assert {mistake for _, _, mistake, _, _ in PLANTED} == set(MODULE_MISTAKES)
-    assert MODULE_MISTAKES == check_positional_encoding_module.mistakes
+    assert {mistake for _, _, mistake, _, _ in PLANTED} == set(
+        check_positional_encoding_module.mistakes
+    )
 
 
 # The article's listing and the other correct modules pass ------------------------------------

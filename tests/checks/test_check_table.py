@@ -14,22 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import torch
+from checker_failures import failing_with
 from hypothesis import given
 from hypothesis import strategies as st
 from pe_reference import article_table_float32, reference_table
 
 import pe_lib
-from pe_lib.checks import TABLE_MISTAKES, CheckFailed, check_sinusoidal_table
+from pe_lib.checks import CheckFailed, check_sinusoidal_table
 
-
-def fails_with(mistake: str, *args: object, **kwargs: object) -> CheckFailed:
-    """Run check_sinusoidal_table, which must fail with ``mistake``; return the exception."""
-    assert mistake in TABLE_MISTAKES
-    with pytest.raises(CheckFailed) as info:
-        check_sinusoidal_table(*args, **kwargs)
-    assert info.value.mistake == mistake, str(info.value)
-    assert "Fix: " in str(info.value), "every message says how to fix the mistake"
-    return info.value
+fails_with = failing_with(check_sinusoidal_table)
 
 
 # Students' tables ----------------------------------------------------------------------------
@@ -308,8 +301,7 @@ def test_planted_mistake_is_named(case: Planted, d_model: int, form: str) -> Non
 
 
 def test_every_mistake_has_a_planted_case() -> None:
-    assert {case.mistake for case in PLANTED} == set(TABLE_MISTAKES)
-    assert TABLE_MISTAKES == check_sinusoidal_table.mistakes
+    assert {case.mistake for case in PLANTED} == set(check_sinusoidal_table.mistakes)
 
 
 def test_odd_d_model_cut_from_a_wider_table_is_not_called_a_base() -> None:

@@ -29,9 +29,24 @@ help:
 	@echo "make <command>, where <command> is one of:"
 	@awk '/^## / { sub(/^## /, ""); print (/^[a-z-]+:/ ? "  " : "      ") $$0 }' $(MAKEFILE_LIST)
 
+# PyPI's Linux wheel of torch is the CUDA build (several GB with its nvidia-* wheels); PyTorch's
+# CPU index serves the pinned version as 2.13.0+cpu, which satisfies the pin. On Linux, torch is
+# installed first from that index, so that installing requirements.txt keeps it. If the index
+# cannot be reached, pip gives up on it within seconds (one retry, short timeout) and takes the
+# pin from its other indexes. PyPI's macOS and Windows wheels are CPU builds already.
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_PIN = $(shell grep -m1 '^torch==' requirements.txt)
+ifeq ($(shell uname -s 2>/dev/null),Linux)
+INSTALL_TORCH = $(BIN)/python -m pip install --quiet --retries 1 --timeout 15 \
+	--extra-index-url $(TORCH_CPU_INDEX) "$(TORCH_PIN)"
+else
+INSTALL_TORCH = @echo "torch: PyPI's wheel for this platform is a CPU build"
+endif
+
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(INSTALL_TORCH)
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 

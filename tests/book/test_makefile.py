@@ -1,8 +1,10 @@
-"""The Makefile: the execution cache sees every library file, `make help` lists every command,
-the browser test builds the book first."""
+"""The Makefile, by what make would run (dry runs, ``make -n``), not by its text: the execution
+cache sees every library file, ``make help`` lists commands that exist, the browser test builds
+the book first, lint types strictly, and the set-up installs torch's CPU build on Linux."""
 
 from __future__ import annotations
 
+import platform
 import re
 import shutil
 import subprocess
@@ -11,46 +13,76 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8")
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
 
-def _database() -> str:
-    """``make -p``: the rules after expansion, without running anything."""
-    result = subprocess.run(
-        ["make", "-pnq", "-C", str(ROOT), "help"], capture_output=True, text=True, check=False
-    )
+def _make(*args: str) -> str:
+    """``make -C ROOT args``' standard output; it must succeed."""
+    result = subprocess.run(["make", "-C", str(ROOT), *args], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def _prerequisites(target: str) -> set[str]:
-    match = re.search(rf"^{re.escape(target)}:(.*)$", _database(), re.M)
-    assert match, f"no rule for {target}"
-    return set(match[1].split())
+def _variable(name: str) -> str:
+    """The value make gives a variable of the Makefile."""
+    return _make("-s", "--eval", f"print-variable: ; @echo $({name})", "print-variable").strip()
 
 
-def test_execution_cache_is_cleared_by_any_library_file_subpackages_included() -> None:
-    stamp = re.search(r"^CACHE_STAMP := (\S+)", MAKEFILE, re.M)
-    assert stamp
-    library = {p.relative_to(ROOT).as_posix() for p in (ROOT / "pe_lib").rglob("*.py")}
+def _dry_run(*targets: str, newer: str | None = None) -> list[str]:
+    """The commands ``make -n`` would run (``-W newer``: as if ``newer`` had just changed)."""
+    flags = ["-n", "-s", "--no-print-directory"] + (["-W", newer] if newer else [])
+    return _make(*flags, *targets).splitlines()
+
+
+def test_any_library_file_clears_the_execution_cache_subpackages_included(tmp_path) -> None:
+    """With a fresh cache stamp, make plans to clear the cache exactly when a library file (or
+    the pins) changed."""
+    stamp = tmp_path / "built-with-current-pe_lib"
+    stamp.touch()
+    override = f"CACHE_STAMP={stamp}"
+
+    def clears(changed: str | None) -> bool:
+        return any("rm -rf" in c for c in _dry_run(override, str(stamp), newer=changed))
+
+    library = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pe_lib").rglob("*.py"))
     assert any("/" in name.removeprefix("pe_lib/") for name in library), "no subpackage to test"
-    missing = library - _prerequisites(stamp[1])
-    assert not missing, f"changing these does not clear the execution cache: {sorted(missing)}"
+    stale = [name for name in library + ["requirements.txt"] if not clears(name)]
+    assert not stale, f"changing these does not clear the execution cache: {stale}"
+    assert not clears(None) and not clears("README.md")
+
+
+def test_help_lists_commands_that_make_knows() -> None:
+    listed = re.findall(r"^  ([a-z-]+):", _make("-s", "help"), re.M)
+    assert {"book", "test", "lint", "help"} <= set(listed)
+    for command in listed:
+        _dry_run(command)  # fails if make has no rule for it
 
 
 def test_html_test_builds_the_book_first() -> None:
-    assert "book" in _prerequisites("html-test")
+    commands = _dry_run("html-test")
+    build = next(i for i, c in enumerate(commands) if "jupyter-book build" in c)
+    browser = next(i for i, c in enumerate(commands) if "pytest" in c and "-m html" in c)
+    assert build < browser
 
 
-def test_help_lists_every_documented_command() -> None:
-    result = subprocess.run(["make", "-s", "-C", str(ROOT), "help"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    documented = re.findall(r"^## ([a-z-]+):", MAKEFILE, re.M)
-    listed = re.findall(r"^  ([a-z-]+):", result.stdout, re.M)
-    assert listed == documented and {"book", "test", "lint", "help"} <= set(listed)
+def test_lint_runs_ruff_and_strict_typing() -> None:
+    commands = "\n".join(_dry_run("lint"))
+    assert "mypy --strict pe_lib" in commands and "ruff check" in commands
 
 
-def test_lint_runs_strict_typing() -> None:
-    lint = re.search(r"^lint:.*\n((?:\t.*\n)+)", MAKEFILE, re.M)
-    assert lint and "mypy --strict pe_lib" in lint[1]
+def test_setup_installs_the_pinned_torch_cpu_build_first_on_linux() -> None:
+    """On Linux, the pin from requirements.txt is installed from PyTorch's CPU index (with a
+    short timeout, so an unreachable index cannot stall the set-up), then the requirements."""
+    commands = _dry_run(_variable("STAMP"), newer="requirements.txt")
+    requirements = next(i for i, c in enumerate(commands) if "-r requirements.txt" in c)
+    pin = re.search(r"^torch==\S+", (ROOT / "requirements.txt").read_text(), re.M)
+    assert pin
+    torch_first = [i for i, c in enumerate(commands) if pin[0] in c and "pip install" in c]
+    if platform.system() != "Linux":
+        assert not torch_first
+        return
+    assert torch_first and torch_first[0] < requirements
+    command = commands[torch_first[0]]
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in command
+    assert "--timeout" in command and "--retries" in command

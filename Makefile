@@ -31,13 +31,13 @@ help:
 
 # PyPI's Linux wheel of torch is the CUDA build (several GB with its nvidia-* wheels); PyTorch's
 # CPU index serves the pinned version as 2.13.0+cpu, which satisfies the pin. On Linux, torch is
-# installed first from that index, so that installing requirements.txt keeps it. If the index
-# cannot be reached, pip gives up on it within seconds (one retry, short timeout) and takes the
-# pin from its other indexes. PyPI's macOS and Windows wheels are CPU builds already.
+# installed first from that index (without its dependencies, which requirements.txt pins), so
+# that installing requirements.txt keeps it. If the index cannot be reached, pip gives up on it
+# within seconds (one retry, short timeout) and takes the pin from its other indexes. PyPI's macOS and Windows wheels are CPU builds already.
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_PIN = $(shell grep -m1 '^torch==' requirements.txt)
 ifeq ($(shell uname -s 2>/dev/null),Linux)
-INSTALL_TORCH = $(BIN)/python -m pip install --quiet --retries 1 --timeout 15 \
+INSTALL_TORCH = $(BIN)/python -m pip install --quiet --no-deps --retries 1 --timeout 15 \
 	--extra-index-url $(TORCH_CPU_INDEX) "$(TORCH_PIN)"
 else
 INSTALL_TORCH = @echo "torch: PyPI's wheel for this platform is a CPU build"

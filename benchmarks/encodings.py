@@ -43,29 +43,40 @@ def median_seconds(
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def measure(name: str, repeats: int) -> dict[str, float]:
+    """One row of the table for the registered encoding ``name``: its model's and the
+    baseline's median CPU time (seconds), their ratio and the parameters it adds."""
+    tokens = torch.randint(16, (BATCH, SEQ_LEN), generator=torch.Generator().manual_seed(0))
+    size = {"d_model": D_MODEL, "num_heads": NUM_HEADS, "max_len": SEQ_LEN}
+    torch.manual_seed(0)
+    baseline = ShiftedCopyModel("none", **size).eval()
+    model = ShiftedCopyModel(name, **size).eval()
+    seconds = median_seconds({name: model, "none": baseline}, tokens, repeats)
+    return {
+        "seconds": seconds[name],
+        "baseline_seconds": seconds["none"],
+        "ratio": seconds[name] / seconds["none"],
+        "parameters_added": sum(p.numel() for p in model.parameters())
+        - sum(p.numel() for p in baseline.parameters()),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    tokens = torch.randint(16, (BATCH, SEQ_LEN))
-    size = {"d_model": D_MODEL, "num_heads": NUM_HEADS, "max_len": SEQ_LEN}
-    baseline = ShiftedCopyModel("none", **size).eval()
-    base_parameters = sum(p.numel() for p in baseline.parameters())
     print(
         f"toy model forward pass, tokens ({BATCH}, {SEQ_LEN}), d_model={D_MODEL}, "
         f"{NUM_HEADS} heads, {args.threads} thread(s), median of {args.repeats}"
     )
     print(f"{'encoding':<12}{'CPU ms':>9}{'none ms':>9}{'ratio':>8}{'parameters added':>18}")
     for name, entry in ENCODINGS.items():
-        model = ShiftedCopyModel(name, **size).eval()
-        seconds = median_seconds({name: model, "none": baseline}, tokens, args.repeats)
-        added = sum(p.numel() for p in model.parameters()) - base_parameters
+        row = measure(name, args.repeats)
         print(
-            f"{name:<12}{1e3 * seconds[name]:>9.2f}{1e3 * seconds['none']:>9.2f}"
-            f"{seconds[name] / seconds['none']:>8.2f}{added:>18,}"
+            f"{name:<12}{1e3 * row['seconds']:>9.2f}{1e3 * row['baseline_seconds']:>9.2f}"
+            f"{row['ratio']:>8.2f}{int(row['parameters_added']):>18,}"
             f"   ({entry.summary})"
         )
 

@@ -1,22 +1,9 @@
 """pe_lib: positional encodings for Transformers, small and checked.
 
-The package is layered; each module has one concern::
+The package is layered; each module has one concern (this map is read from the modules'
+own docstrings, each after the modules it imports)::
 
-    _validation       one module of argument checks, shared by everything below
-    sinusoidal        functional core: frequencies and the sinusoidal table (float64 angles)
-    relative          the sinusoidal table's shift matrix M_k: PE(pos + k) = M_k PE(pos)
-    rope              rotary embedding: rotate queries and keys (RoPE)
-    rope_scaling      RoPE frequency scalings (PI, NTK, YaRN, ...): one registry
-    alibi             attention with linear biases: a distance penalty on the scores
-    modules           nn.Module wrappers that add a table to embeddings (fixed, learned)
-    attention         scaled dot-product attention, with a mask and a score bias
-    encodings         ENCODINGS: the registry, one contract per encoding
-    toy               the shifted-copy experiment: a one-layer model built from the registry
-    checks            homework checkers (a package: shared core, one module per checker)
-    style             one colour, dash and name per method, for every figure
-    plotting          matplotlib figures for the chapters
-    charts            figures that recompute in the browser (Vega-Lite, through altair)
-    widgets           the ipywidgets frequency explorer (optional ipywidgets)
+{package_map}
 
 Two kinds of encoding appear: *absolute* ones, added to the token embeddings
 (:mod:`pe_lib.sinusoidal`, :mod:`pe_lib.modules`), and ones that act *inside attention* on
@@ -28,6 +15,7 @@ demand.
 """
 
 from . import checks, encodings
+from ._package_map import package_map
 from ._version import __version__
 from .alibi import alibi_bias, alibi_slopes
 from .attention import SelfAttention, scaled_dot_product_attention
@@ -55,3 +43,5 @@ __all__ = [
     "sinusoidal_table",
     "wavelengths",
 ]
+
+__doc__ = (__doc__ or "").replace("{package_map}", package_map())

@@ -12,8 +12,9 @@ An encoding tells a Transformer where each token sits in one (or both) of two pl
 
 The toy model (:class:`pe_lib.toy.ShiftedCopyModel`), the benchmarks (``benchmarks/``) and the
 API page read this registry, so a new encoding (say xPos) is one module that implements it plus
-one entry in :data:`ENCODINGS`; nothing else branches on encoding names. The tests in
-``tests/lib/test_encodings.py`` fail until the new entry has tests and an API-page section.
+one entry in :data:`ENCODINGS` (or a :func:`register` call, from outside the package); nothing
+else branches on encoding names. Each entry declares what it guarantees (:data:`PROPERTIES`),
+and the contract tests in ``tests/lib/test_encodings.py`` check exactly that, on every entry.
 """
 
 from __future__ import annotations
@@ -31,11 +32,20 @@ from .rope import RotaryEmbedding
 
 __all__ = [
     "ENCODINGS",
+    "PROPERTIES",
     "AdditiveFactory",
     "Encoding",
     "RotationFactory",
     "ScoreBias",
+    "register",
 ]
+
+#: What an entry may guarantee beyond the contract of its parts; the contract tests check each
+#: property an entry declares, on that entry.
+PROPERTIES: Mapping[str, str] = {
+    "preserves_norms": "the rotation keeps the norm of every query and key (a pure rotation)",
+    "relative_scores": "rotated scores q_m . k_n depend on the distance n - m only",
+}
 
 
 class AdditiveFactory(Protocol):
@@ -91,6 +101,8 @@ class Encoding:
         additive: factory of the module adding positions to the embeddings, or ``None``.
         rotation: factory of the module rotating queries and keys, or ``None``.
         score_bias: the bias added to attention scores, or ``None``.
+        properties: the names of :data:`PROPERTIES` it guarantees (RoPE: both; xPos, which
+            scales queries and keys, only ``"relative_scores"``).
     """
 
     name: str
@@ -100,16 +112,32 @@ class Encoding:
     additive: AdditiveFactory | None = None
     rotation: RotationFactory | None = None
     score_bias: ScoreBias | None = None
+    properties: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if not (self.additive or self.rotation or self.score_bias):
+            raise ValueError(
+                f"Encoding {self.name!r} must act somewhere: give additive, rotation or score_bias"
+            )
+        unknown = sorted(set(self.properties) - set(PROPERTIES))
+        if unknown:
+            raise ValueError(
+                f"Encoding {self.name!r}: properties must be among {sorted(PROPERTIES)}, "
+                f"got {unknown}"
+            )
+        if self.properties and self.rotation is None:
+            raise ValueError(
+                f"Encoding {self.name!r}: properties {sorted(self.properties)} are about a "
+                "rotation, but it has none"
+            )
 
 
 def _entries(*encodings: Encoding) -> dict[str, Encoding]:
     return {encoding.name: encoding for encoding in encodings}
 
 
-#: Every encoding pe_lib implements, by name, in the order the book introduces them.
-#:
-#: :meta hide-value:
-ENCODINGS: Mapping[str, Encoding] = _entries(
+# pe_lib's own encodings, in the order the book introduces them.
+_REGISTRY: dict[str, Encoding] = _entries(
     Encoding(
         name="sinusoidal",
         summary="fixed sines and cosines of geometric wavelengths, added to the embeddings",
@@ -134,6 +162,7 @@ ENCODINGS: Mapping[str, Encoding] = _entries(
         reference="Su et al. (2021), RoFormer (arXiv:2104.09864)",
         api=("pe_lib.rope.apply_rope", "pe_lib.rope.rope_angles", "pe_lib.rope.RotaryEmbedding"),
         rotation=RotaryEmbedding,
+        properties=frozenset({"preserves_norms", "relative_scores"}),
     ),
     Encoding(
         name="alibi",
@@ -143,6 +172,26 @@ ENCODINGS: Mapping[str, Encoding] = _entries(
         score_bias=alibi_bias,
     ),
 )
+#: Every encoding pe_lib implements (and any added with :func:`register`), by name.
+#:
+#: :meta hide-value:
+ENCODINGS: Mapping[str, Encoding] = _REGISTRY
+
+
+def register(encoding: Encoding) -> Encoding:
+    """Add ``encoding`` to :data:`ENCODINGS` (and so to the toy model, the benchmarks and the
+    contract tests); a name already registered raises ``ValueError``. Returns ``encoding``."""
+    if not isinstance(encoding, Encoding):
+        raise TypeError(
+            f"encoding must be an Encoding, got {encoding!r} of type {type(encoding).__name__}"
+        )
+    if encoding.name in ENCODINGS or encoding.name == "none":
+        raise ValueError(
+            f"encoding.name must be a new name, got {encoding.name!r}, which is taken "
+            f"(registered: {', '.join(map(repr, ENCODINGS))}; 'none' means no encoding)"
+        )
+    _REGISTRY[encoding.name] = encoding
+    return encoding
 
 
 def _registry_table() -> str:

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from pe_lib.modules import LearnedPositionalEncoding, SinusoidalPositionalEncoding
+from pe_lib.encodings import ENCODINGS
 from pe_lib.toy import (
     IGNORE_INDEX,
     POSITION_KINDS,
@@ -17,8 +17,8 @@ from pe_lib.toy import (
     train,
 )
 
-# rope and alibi are exercised with their own modules; these three need nothing else.
-ADDITIVE_KINDS = ("none", "sinusoidal", "learned")
+#: Every kind the model takes, read from the registry: "none" and each registered encoding.
+KINDS = ("none", *ENCODINGS)
 
 
 @pytest.fixture(autouse=True)
@@ -72,11 +72,11 @@ def test_batch_rejects_bad_arguments(kwargs, error, names):
 # --- ShiftedCopyModel ---------------------------------------------------------------------------
 
 
-def test_position_kinds_are_the_documented_ones():
-    assert POSITION_KINDS == ("none", "sinusoidal", "learned", "rope", "alibi")
+def test_position_kinds_are_none_and_the_registry():
+    assert POSITION_KINDS == KINDS
 
 
-@pytest.mark.parametrize("position", ADDITIVE_KINDS)
+@pytest.mark.parametrize("position", KINDS)
 def test_model_builds_and_runs(position):
     model = ShiftedCopyModel(position, vocab_size=11, d_model=16, num_heads=2, max_len=20)
     tokens = torch.randint(11, (3, 20))
@@ -86,22 +86,14 @@ def test_model_builds_and_runs(position):
     assert torch.isfinite(logits).all()
 
 
-@pytest.mark.parametrize(
-    ("position", "encoding_type"),
-    [
-        ("none", torch.nn.Identity),
-        ("sinusoidal", SinusoidalPositionalEncoding),
-        ("learned", LearnedPositionalEncoding),
-    ],
-)
-def test_model_uses_the_requested_encoding(position, encoding_type):
-    model = ShiftedCopyModel(position, d_model=16, num_heads=2, max_len=24)
-    assert isinstance(model.encoding, encoding_type)
-    trainable = sum(p.numel() for p in model.encoding.parameters())
-    assert trainable == (24 * 16 if position == "learned" else 0)
+def test_only_the_learned_table_adds_parameters_to_the_encoding():
+    for position in KINDS:
+        model = ShiftedCopyModel(position, d_model=16, num_heads=2, max_len=24)
+        trainable = sum(p.numel() for p in model.encoding.parameters())
+        assert trainable == (24 * 16 if position == "learned" else 0), position
 
 
-@pytest.mark.parametrize("position", ADDITIVE_KINDS)
+@pytest.mark.parametrize("position", KINDS)
 def test_model_is_causal(position):
     """Changing the last token leaves the logits at every earlier position unchanged."""
     model = ShiftedCopyModel(position, d_model=16, num_heads=2, max_len=16).eval()
@@ -252,21 +244,22 @@ def test_evaluate_rejects_bad_arguments():
 
 
 def _weights_step_by_step(model: ShiftedCopyModel, tokens: torch.Tensor) -> torch.Tensor:
-    """The attention weights recomputed from the model's layers, as chapter 7 once did."""
-    from pe_lib.alibi import alibi_bias
-    from pe_lib.rope import apply_rope
-
+    """The attention weights recomputed from the model's layers and the registry entry's
+    parts (a fresh rotation, the score bias), attention written out by hand."""
+    entry = ENCODINGS.get(model.position)
     hidden = model.norm_attention(model.encoding(model.embedding(tokens)))
     batch, length, _ = hidden.shape
     q, k, _ = (
         t.view(batch, length, model.num_heads, model.head_dim).transpose(1, 2)
         for t in model.qkv(hidden).chunk(3, dim=-1)
     )
-    if model.position == "rope":
-        q, k = apply_rope(q), apply_rope(k)
+    if entry is not None and entry.rotation is not None:
+        q, k = entry.rotation(model.head_dim)(q, k)
     scores = q @ k.transpose(-2, -1) / math.sqrt(model.head_dim)
-    if model.position == "alibi":
-        scores = scores + alibi_bias(model.num_heads, length, length)
+    if entry is not None and entry.score_bias is not None:
+        scores = scores + entry.score_bias(
+            model.num_heads, length, length, dtype=scores.dtype, device=scores.device
+        )
     causal = torch.ones(length, length, dtype=torch.bool).tril()
     return scores.masked_fill(~causal, -math.inf).softmax(dim=-1)
 

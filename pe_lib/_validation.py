@@ -65,24 +65,24 @@ def check_int_in_range(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
+def _exact_int_from(name: str, value: object, low: int, kind: str) -> int:
+    """An ``int`` in ``[low, 2**53 - 1]``; messages call it a ``kind`` int."""
+    value = check_int(name, value)
+    if value < low:
+        raise ValueError(f"{name} must be a {kind} int (>= {low}), got {value}")
+    if value > MAX_EXACT_INT:
+        raise ValueError(f"{name} must be a {kind} int at most {_BOUND}, got {value}")
+    return value
+
+
 def check_positive_int(name: str, value: object) -> int:
     """An ``int`` in ``[1, 2**53 - 1]`` (sizes: ``d_model``, ``max_len``, ``num_positions``, ...)."""
-    value = check_int(name, value)
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int (>= 1), got {value}")
-    if value > MAX_EXACT_INT:
-        raise ValueError(f"{name} must be a positive int at most {_BOUND}, got {value}")
-    return value
+    return _exact_int_from(name, value, 1, "positive")
 
 
 def check_nonnegative_int(name: str, value: object) -> int:
     """An ``int`` in ``[0, 2**53 - 1]`` (first positions: ``offset``)."""
-    value = check_int(name, value)
-    if value < 0:
-        raise ValueError(f"{name} must be a non-negative int (>= 0), got {value}")
-    if value > MAX_EXACT_INT:
-        raise ValueError(f"{name} must be a non-negative int at most {_BOUND}, got {value}")
-    return value
+    return _exact_int_from(name, value, 0, "non-negative")
 
 
 def check_shift(name: str, value: object) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .._validation import check_base, check_positive_int
+from .._validation import check_base, check_bool, check_positive_int
 from ..sinusoidal import DEFAULT_BASE
 from ._core import (
     ANGLE_ERROR_CAP,
@@ -326,10 +326,7 @@ def check_positional_encoding_module(
         CheckFailed: the module is wrong; ``.mistake`` says how (see above).
     """
     base = check_base(base)
-    if not isinstance(strict, bool):
-        raise TypeError(
-            f"strict must be True or False, got {strict!r} of type {type(strict).__name__}"
-        )
+    strict = check_bool("strict", strict)
     declared = None
     if isinstance(module_or_class, type):
         if not issubclass(module_or_class, nn.Module):

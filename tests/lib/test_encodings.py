@@ -31,29 +31,25 @@ def test_registry_holds_the_books_encodings_in_order() -> None:
     )
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_entry_keeps_the_contract_of_its_parts(name: str) -> None:
-    check_parts(ENCODINGS[name])
+#: What every entry is checked for: the contract of its parts, the properties it declares,
+#: the toy model built from it, its public names documented.
+ENTRY_CHECKS = {
+    "parts": check_parts,
+    "properties": check_properties,
+    "toy model": check_toy_model,
+    "api": check_api,
+}
 
 
+@pytest.mark.parametrize("check", ENTRY_CHECKS)
 @pytest.mark.parametrize("name", NAMES)
-def test_entry_has_the_properties_it_declares(name: str) -> None:
-    check_properties(ENCODINGS[name])
+def test_entry_keeps_the_contract(name: str, check: str) -> None:
+    ENTRY_CHECKS[check](ENCODINGS[name])
 
 
 def test_every_property_has_a_check_and_rope_declares_both() -> None:
     assert set(PROPERTY_CHECKS) == set(PROPERTIES)
     assert ENCODINGS["rope"].properties == {"preserves_norms", "relative_scores"}
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_toy_model_uses_each_part_of_the_entry(name: str) -> None:
-    check_toy_model(ENCODINGS[name])
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_every_public_name_of_an_encoding_is_documented(name: str) -> None:
-    check_api(ENCODINGS[name])
 
 
 def test_toy_position_kinds_are_none_then_the_registry() -> None:

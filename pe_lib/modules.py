@@ -209,14 +209,16 @@ class LearnedPositionalEncoding(nn.Module):
         \mathrm{out} = \mathrm{dropout}\big(x + P[\mathrm{offset} : \mathrm{offset}+L]\big),
         \qquad P \in \mathbb{R}^{\mathrm{max\_len} \times d_{\mathrm{model}}}\ \text{learned}.
 
-    The table holds ``max_len * d_model`` parameters, initialised from
-    :math:`\mathcal{N}(0, 0.02^2)`. The standard deviation 0.02 is BERT's: its reference code
-    draws every weight, the position table included, from a normal of standard deviation
-    ``initializer_range = 0.02`` (google-research/bert, ``modeling.py``: ``BertConfig`` and
-    ``create_initializer``), there truncated at two standard deviations
-    (``tf.truncated_normal_initializer``), here not truncated. GPT-2's reference code differs:
-    it initialises the position table ``wpe`` with standard deviation 0.01 and the token table
-    ``wte`` with 0.02 (openai/gpt-2, ``src/model.py``, function ``model``).
+    The table holds ``max_len * d_model`` parameters, initialised as BERT initialises its
+    position table: google-research/bert's ``modeling.py`` draws it (in
+    ``embedding_postprocessor``) with ``create_initializer(initializer_range)``, a
+    ``tf.truncated_normal_initializer(stddev=0.02)``, which re-draws every value more than two
+    standard deviations from the mean. Here that is ``torch.nn.init.trunc_normal_`` with
+    ``std=0.02`` and bounds ``a=-0.04``, ``b=0.04``: a normal of standard deviation 0.02 cut
+    at two standard deviations, whose own standard deviation is therefore smaller, about
+    0.0176. GPT-2's reference code differs: it initialises the position table ``wpe`` from an
+    untruncated normal of standard deviation 0.01 and the token table ``wte`` with 0.02
+    (openai/gpt-2, ``src/model.py``, function ``model``).
 
     Unlike the sinusoidal encoding it has no row for a position it was not built with: asking
     for one raises ``ValueError``.
@@ -233,6 +235,10 @@ class LearnedPositionalEncoding(nn.Module):
     Compilation: see :mod:`pe_lib.modules`.
     """
 
+    #: standard deviation of the normal the table is drawn from, before truncation at
+    #: two of them (BERT's ``initializer_range``)
+    INIT_STD = 0.02
+
     d_model: int
     max_len: int
     dropout: nn.Dropout
@@ -244,7 +250,8 @@ class LearnedPositionalEncoding(nn.Module):
         self.max_len = check_positive_int("max_len", max_len)
         self.dropout = nn.Dropout(p=check_dropout(dropout))
         self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
-        nn.init.normal_(self.weight, std=0.02)
+        std = self.INIT_STD
+        nn.init.trunc_normal_(self.weight, std=std, a=-2 * std, b=2 * std)
 
     def extra_repr(self) -> str:
         """The constructor's arguments, shown in ``repr(module)``."""

@@ -207,6 +207,30 @@ def test_parameter_counts():
     assert set(learned.state_dict()) == {"weight"}
 
 
+def test_learned_table_is_berts_truncated_normal():
+    """N(0, 0.02^2) cut at two standard deviations, as BERT's truncated_normal_initializer."""
+    torch.manual_seed(0)
+    weight = LearnedPositionalEncoding(768, max_len=512).weight.detach().double()
+    sigma = LearnedPositionalEncoding.INIT_STD
+    assert sigma == 0.02
+    # every value inside the two-sigma bounds, and the bounds reached (no narrower cut)
+    assert weight.abs().max() <= 2 * sigma
+    assert weight.abs().max() > 0.99 * 2 * sigma
+    # std of a standard normal truncated to [-2, 2]: sqrt(1 - 2 * 2 phi(2) / (2 Phi(2) - 1))
+    phi_2 = math.exp(-2.0) / math.sqrt(2 * math.pi)
+    inside = math.erf(2 / math.sqrt(2))  # P(|Z| < 2) = 2 Phi(2) - 1
+    truncated_std = sigma * math.sqrt(1 - 4 * phi_2 / inside)
+    assert abs(truncated_std - 0.0176) < 5e-5
+    # 393,216 draws: the sample std is within about 2e-5 of its expectation; a plain
+    # N(0, 0.02^2) would give 0.02, 24e-4 away
+    assert abs(weight.std().item() - truncated_std) < 1e-4
+    assert abs(weight.mean().item()) < 1e-4
+    # the share outside one sigma: 1 - erf(1/sqrt 2) / erf(2/sqrt 2) for the truncated law
+    outside_one = (weight.abs() > sigma).double().mean().item()
+    expected_outside = 1 - math.erf(1 / math.sqrt(2)) / inside
+    assert abs(outside_one - expected_outside) < 0.005
+
+
 @pytest.mark.parametrize(("offset", "seq_len"), [(0, 9), (5, 4), (8, 1)])
 def test_learned_overflow_names_max_len_the_length_and_the_fix(offset, seq_len):
     module = LearnedPositionalEncoding(4, max_len=8)

@@ -658,15 +658,15 @@ def _scaling(settings: dict, drawn: list[dict], problems: list[str]) -> None:
     current = round(settings["ell_ratio"] * length)
     original = {"original_max_position_embeddings": length}
     entries = {
-        "linear (PI)": {"rope_type": "linear", "factor": factor},
-        "NTK": {"rope_type": "ntk", "factor": factor},
-        "dynamic NTK": {"rope_type": "dynamic", "factor": factor, **original},
-        "YaRN": {"rope_type": "yarn", "factor": factor, **original},
-        "Llama 3.1": {
+        "linear": {"rope_type": "linear", "factor": factor},
+        "ntk": {"rope_type": "ntk", "factor": factor},
+        "dynamic": {"rope_type": "dynamic", "factor": factor, **original},
+        "yarn": {"rope_type": "yarn", "factor": factor, **original},
+        "llama3": {
             "rope_type": "llama3",
             "factor": factor,
-            "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0,
+            "low_freq_factor": float(settings["low_freq_factor"]),
+            "high_freq_factor": float(settings["high_freq_factor"]),
             **original,
         },
     }

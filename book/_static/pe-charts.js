@@ -15,6 +15,7 @@
 //   (the rules come from the specification's usermeta.inputs);
 // - gives the chart a text alternative: the description pe_lib wrote into the specification
 //   (usermeta.description), followed by the current value of every control.
+// It also makes every matplotlib figure of the page open at full size on a tap.
 (function () {
   "use strict";
   const base = new URL("vega/", document.currentScript.src);
@@ -219,9 +220,28 @@
     }).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", draw);
-  } else {
+  // Matplotlib figures: a tap or click opens the image at full size (on a phone the column
+  // shows it at about half its size).
+  function linkImages() {
+    for (const img of document.querySelectorAll("article .cell_output img")) {
+      if (img.closest("a")) continue;
+      const link = document.createElement("a");
+      link.href = img.getAttribute("src");
+      link.className = "pe-figure-link";
+      link.setAttribute("aria-label", "open the figure at full size");
+      img.replaceWith(link);
+      link.appendChild(img);
+    }
+  }
+
+  function start() {
+    linkImages();
     draw();
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
   }
 })();

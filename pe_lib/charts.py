@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._validation import check_base, check_int_in_range, check_real
+from .rope_scaling import DEFAULT_BASE, ROPE_SCALINGS
+from .style import method_style
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -41,10 +43,27 @@ __all__ = [
     "wavelength_chart",
 ]
 
-# Only for frontends without the book's bundle (Colab, Jupyter Notebook): the releases that
-# tools/fetch_vega.py serves from the book's _static folder, fetched from jsDelivr instead.
-CDN_RELEASES = (("vega", "6.4.0"), ("vega-lite", "6.4.1"), ("vega-embed", "7.3.0"))
-# An opaque background keeps a chart readable in the book's dark mode as well as its light one.
+#: The releases of Vega, Vega-Lite and vega-embed that draw the charts, each with the
+#: ``dist.integrity`` digest of its tarball in the npm registry. The one place they are named:
+#: ``tools/fetch_vega.py`` reads this literal to fetch them into the book's ``_static`` folder,
+#: and frontends without the book's bundle (Colab, Jupyter Notebook) load the same releases
+#: from jsDelivr. Keep ``vega-lite`` at the schema version of the pinned ``altair``.
+VEGA_RELEASES = {
+    "vega": (
+        "6.4.0",
+        "sha512-rHXCq2LpEWCLMjXBEj7hocY9G0/i5TGYRayGGSj06VTF4+l2IG2Z7oeZKCjWbUh/7hTE/mVhbaOPB72wCElh6g==",
+    ),
+    "vega-lite": (
+        "6.4.1",
+        "sha512-KO3ybHNouRK4A0al/+2fN9UqgTEfxrd/ntGLY933Hg5UOYotDVQdshR3zn7OfXwQ7uj0W96Vfa5R+QxO8am3IQ==",
+    ),
+    "vega-embed": (
+        "7.3.0",
+        "sha512-wQ8s5GaSzqoKgmRfbRolgBrjE2CP7ZKHXqH7NijxMqPjpdWxSs4Dn8tvp9g0giQvh2cK+3p56sxjWWM0wNngGw==",
+    ),
+}
+# A white background for frontends that know nothing of the page's theme; on the book's pages
+# pe-charts.js replaces it (and the text colours) with the theme's.
 _BACKGROUND = "white"
 _HEIGHT = 220
 
@@ -115,7 +134,7 @@ class ExplorableFigure:
         """The figure as an HTML fragment: placeholder, specification, fallback loader."""
         # `</` must not end the <script> early; JSON allows `<\/`.
         spec_json = self.to_json().replace("</", "<\\/")
-        releases = json.dumps([f"{name}@{version}" for name, version in CDN_RELEASES])
+        releases = json.dumps([f"{name}@{version}" for name, (version, _) in VEGA_RELEASES.items()])
         return (
             f'<div class="pe-chart" data-pe-chart="{html.escape(self.name)}"></div>'
             f'<script type="application/json" class="pe-chart-spec">{spec_json}</script>'
@@ -133,14 +152,86 @@ class ExplorableFigure:
         }
 
 
+def _encoding_titles(spec: Mapping[str, Any]) -> dict[str, str]:
+    """The axis and legend titles of every channel, from the specification and its layers."""
+    titles: dict[str, str] = {}
+    for part in [spec, *spec.get("layer", [])]:
+        for channel, encoding in part.get("encoding", {}).items():
+            if isinstance(encoding, Mapping) and encoding.get("title"):
+                titles.setdefault(channel, str(encoding["title"]))
+    return titles
+
+
+def _describe(spec: Mapping[str, Any], fixed: Mapping[str, object]) -> str:
+    """A text alternative for the chart, generated from its specification.
+
+    What it plots (title, the x and y axes and what tells the marks apart), the controls a
+    reader can move (their labels) and the settings that are not controls. The browser adds the
+    current value of every control (``book/_static/pe-charts.js``).
+    """
+    title = spec.get("title", "")
+    title = title.get("text", "") if isinstance(title, Mapping) else str(title)
+    titles = _encoding_titles(spec)
+    marks = {
+        "color": "colour",
+        "shape": "shape",
+        "strokeDash": "dash",
+    }
+    parts = [f"Chart: {title}."]
+    if "x" in titles and "y" in titles:
+        parts.append(f"It plots {titles['y']} (vertical axis) against {titles['x']} (horizontal).")
+    for channel, word in marks.items():
+        if channel in titles:
+            parts.append(f"The {word} shows the {titles[channel]}.")
+    controls = [
+        str(param["bind"]["name"]).strip()
+        for param in spec.get("params", [])
+        if isinstance(param.get("bind"), Mapping) and "name" in param["bind"]
+    ]
+    if controls:
+        parts.append(f"Controls: {', '.join(controls)}.")
+    if fixed:
+        parts.append(
+            "Fixed: "
+            + ", ".join(
+                f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
+                for key, value in fixed.items()
+            )
+            + "."
+        )
+    return " ".join(parts)
+
+
 def _figure(
-    name: str, chart: alt.TopLevelMixin, fixed: dict[str, float] | None = None
+    name: str,
+    chart: alt.TopLevelMixin,
+    fixed: dict[str, float] | None = None,
+    inputs: dict[str, dict[str, object]] | None = None,
 ) -> ExplorableFigure:
-    """The figure ``name``; ``fixed`` records the settings that are not controls."""
+    """The figure ``name``; ``fixed`` records the settings that are not controls, ``inputs`` the
+    rules of its text controls (which pe-charts.js checks, reporting in words what it could not
+    use)."""
     spec = chart.to_dict()
-    spec["usermeta"] = {"pe_chart": name, "fixed": dict(fixed or {})}
+    fixed = dict(fixed or {})
+    spec["usermeta"] = {"pe_chart": name, "fixed": fixed, "inputs": dict(inputs or {})}
+    spec["description"] = spec["usermeta"]["description"] = _describe(spec, fixed)
     spec.setdefault("config", {})["background"] = _BACKGROUND
     return ExplorableFigure(name, spec)
+
+
+def _y_axis(alt_: Any, title: str, **options: Any) -> Any:
+    """A y axis whose title sits above the axis, left-aligned: it never meets the tick labels,
+    however wide they grow (a log axis at a large factor)."""
+    return alt_.Axis(
+        title=title,
+        titleAngle=0,
+        titleAlign="left",
+        titleAnchor="end",
+        titleBaseline="bottom",
+        titleX=0,
+        titleY=-6,
+        **options,
+    )
 
 
 def _range(
@@ -168,9 +259,18 @@ def _log10_base(base: object) -> float:
     return exponent
 
 
-# The angular frequency of column `column` (pairs share one): base^(-2i/d) with i = column // 2,
-# Vaswani et al. (2017), section 3.5; as pe_lib.sinusoidal.angular_frequencies.
-_OMEGA = "pow(pow(10, log10_base), -(datum.column - datum.column % 2) / d_model)"
+def _omega(pair: str, size: str, base: str = "pow(10, log10_base)") -> str:
+    r"""The Vega expression of pair ``pair``'s angular frequency, base^(-2i/d).
+
+    The one formula of :func:`pe_lib.sinusoidal.angular_frequencies` (Vaswani et al., 2017,
+    section 3.5) and of RoPE's :math:`\theta_i` (Su et al., 2021), for every chart: ``pair``,
+    ``size`` and ``base`` are Vega expressions (a field, a control or a number).
+    """
+    return f"pow({base}, -2 * ({pair}) / ({size}))"
+
+
+# The pair of column `column`: columns 2i and 2i + 1 share pair i's frequency.
+_OMEGA = _omega("(datum.column - datum.column % 2) / 2", "d_model")
 
 
 def _base_params(d_model: int, log10_base: float) -> list[alt.Parameter]:
@@ -182,7 +282,7 @@ def _base_params(d_model: int, log10_base: float) -> list[alt.Parameter]:
 
 def frequency_chart(
     d_model: int = 64,
-    base: float = 10000.0,
+    base: float = DEFAULT_BASE,
     columns: str = "0, 1, 10, 30",
     num_positions: int = 100,
 ) -> ExplorableFigure:
@@ -211,11 +311,15 @@ def frequency_chart(
         raise TypeError(f"columns must be a string such as '0, 1, 10', got {columns!r}")
     params = [
         *_base_params(d_model, log10_base),
-        alt_.param(name="columns", value=columns, bind=alt_.binding(input="text", name="columns ")),
+        alt_.param(
+            name="columns",
+            value=columns,
+            bind=alt_.binding(input="text", name="columns shown (e.g. 0, 1, 10) "),
+        ),
         _range("num_positions", num_positions, 10, 500, 10, "positions "),
     ]
     chart = (
-        alt_.Chart(alt_.sequence(0, 500, as_="pos"), title="PE(pos, column) against position")
+        alt_.Chart(alt_.sequence(0, 500, as_="pos"), title="PE(pos, column) against position pos")
         .transform_filter("datum.pos < num_positions")
         .transform_calculate(column="split(columns, ',')")
         .transform_flatten(["column"])
@@ -232,7 +336,9 @@ def frequency_chart(
         .mark_line()
         .encode(
             x=alt_.X("pos:Q", title="position pos"),
-            y=alt_.Y("value:Q", title="PE(pos, column)", scale=alt_.Scale(domain=[-1, 1])),
+            y=alt_.Y(
+                "value:Q", axis=_y_axis(alt_, "PE(pos, column)"), scale=alt_.Scale(domain=[-1, 1])
+            ),
             color=alt_.Color(
                 "column:N",
                 title="column",
@@ -243,10 +349,16 @@ def frequency_chart(
         .properties(width="container", height=_HEIGHT)
         .add_params(*params)
     )
-    return _figure("frequency", chart)
+    rule = {
+        "label": "columns",
+        "min": 0,
+        "below_signal": "d_model",
+        "hint": "Type column numbers separated by commas, such as 0, 1, 10.",
+    }
+    return _figure("frequency", chart, inputs={"columns": rule})
 
 
-def wavelength_chart(d_model: int = 64, base: float = 10000.0) -> ExplorableFigure:
+def wavelength_chart(d_model: int = 64, base: float = DEFAULT_BASE) -> ExplorableFigure:
     r"""The wavelength :math:`\lambda_i = 2\pi\,\mathrm{base}^{2i/d}` of every sine/cosine pair.
 
     On a logarithmic axis the wavelengths lie on a straight line from :math:`2\pi` towards
@@ -266,13 +378,15 @@ def wavelength_chart(d_model: int = 64, base: float = 10000.0) -> ExplorableFigu
     chart = (
         alt_.Chart(alt_.sequence(0, 256, as_="pair"), title="wavelength of each sine/cosine pair")
         .transform_filter("datum.pair < d_model / 2")
-        .transform_calculate(
-            wavelength="2 * PI * pow(pow(10, log10_base), 2 * datum.pair / d_model)"
-        )
+        .transform_calculate(wavelength=f"2 * PI / {_omega('datum.pair', 'd_model')}")
         .mark_point(filled=True, size=18)
         .encode(
             x=alt_.X("pair:Q", title="pair i (columns 2i, 2i+1)"),
-            y=alt_.Y("wavelength:Q", title="wavelength (positions)", scale=alt_.Scale(type="log")),
+            y=alt_.Y(
+                "wavelength:Q",
+                axis=_y_axis(alt_, "wavelength λᵢ (positions)"),
+                scale=alt_.Scale(type="log"),
+            ),
         )
         .properties(width="container", height=_HEIGHT)
         .add_params(*_base_params(d_model, log10_base))
@@ -281,7 +395,7 @@ def wavelength_chart(d_model: int = 64, base: float = 10000.0) -> ExplorableFigu
 
 
 def dot_product_chart(
-    d_model: int = 64, base: float = 10000.0, max_distance: int = 100
+    d_model: int = 64, base: float = DEFAULT_BASE, max_distance: int = 100
 ) -> ExplorableFigure:
     r"""The dot product of two position vectors against their distance ``k``.
 
@@ -312,14 +426,12 @@ def dot_product_chart(
         .transform_filter("datum.k <= max_distance")
         .transform_calculate(pair="sequence(0, d_model / 2)")
         .transform_flatten(["pair"])
-        .transform_calculate(
-            term="cos(datum.k * pow(pow(10, log10_base), -2 * datum.pair / d_model))"
-        )
+        .transform_calculate(term=f"cos(datum.k * {_omega('datum.pair', 'd_model')})")
         .transform_aggregate(dot="sum(term)", groupby=["k"])
         .mark_line(point=True)
         .encode(
             x=alt_.X("k:Q", title="distance k"),
-            y=alt_.Y("dot:Q", title="dot product"),
+            y=alt_.Y("dot:Q", axis=_y_axis(alt_, "dot product")),
         )
         .properties(width="container", height=_HEIGHT)
         .add_params(*params)
@@ -336,7 +448,7 @@ def rotation_chart(
     shifting the position by ``k`` turns it by the angle :math:`k\,\omega_i`, whatever ``pos``
     is: the block of :math:`M_k` for that pair is a rotation (chapter 4). The browser evaluates
     both points. Controls: the pair (0 .. d/2 - 1), the position (0 .. 100) and the shift
-    (-50 .. 50); ``d_model`` and the base (10000) are fixed.
+    (-50 .. 50); ``d_model`` and the base (:data:`~pe_lib.rope_scaling.DEFAULT_BASE`) are fixed.
 
     Args:
         d_model: number of columns, even, in [4, 512] (not a control).
@@ -358,7 +470,7 @@ def rotation_chart(
         _range("position", position, 0, 100, 1, "position pos "),
         _range("shift", shift, -50, 50, 1, "shift k "),
     ]
-    omega = f"pow(10000, -2 * pair / {d_model})"
+    omega = _omega("pair", str(d_model), repr(DEFAULT_BASE))
     circle = (
         alt_.Chart(alt_.sequence(0, 361, as_="degree"))
         .transform_calculate(x="sin(datum.degree * PI / 180)", y="cos(datum.degree * PI / 180)")
@@ -371,8 +483,17 @@ def rotation_chart(
         .transform_calculate(x="sin(datum.angle)", y="cos(datum.angle)")
         .mark_point(filled=True, size=120)
         .encode(
-            x=alt_.X("x:Q", title="PE(·, 2i) = sin", scale=alt_.Scale(domain=[-1.1, 1.1])),
-            y=alt_.Y("y:Q", title="PE(·, 2i+1) = cos", scale=alt_.Scale(domain=[-1.1, 1.1])),
+            x=alt_.X(
+                "x:Q",
+                title="PE(·, 2i) = sin",
+                scale=alt_.Scale(domain=[-1.1, 1.1]),
+                axis=alt_.Axis(tickCount=5),
+            ),
+            y=alt_.Y(
+                "y:Q",
+                axis=_y_axis(alt_, "PE(·, 2i+1) = cos", tickCount=5),
+                scale=alt_.Scale(domain=[-1.1, 1.1]),
+            ),
             color=alt_.Color(
                 "which:N",
                 title=None,
@@ -387,7 +508,7 @@ def rotation_chart(
         .properties(width=240, height=240)
         .add_params(*params)
     )
-    return _figure("rotation", chart, {"d_model": d_model})
+    return _figure("rotation", chart, {"d_model": d_model, "base": DEFAULT_BASE})
 
 
 # ALiBi's slope of head h (0-based) of n, from the rule in the authors' code (see
@@ -431,13 +552,15 @@ def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFi
         .mark_line()
         .encode(
             x=alt_.X("distance:Q", title="distance i - j (query minus key)"),
-            y=alt_.Y("bias:Q", title="bias"),
+            y=alt_.Y("bias:Q", axis=_y_axis(alt_, "bias −sₕ (i − j)")),
+            # One gradient for any number of heads: a legend that never grows rows.
             color=alt_.Color(
-                "head:O",
-                title="head",
+                "head:Q",
+                title="head h",
                 scale=alt_.Scale(scheme="viridis"),
-                legend=alt_.Legend(orient="bottom", columns=8),
+                legend=alt_.Legend(orient="right", gradientLength=150, format="d", tickCount=4),
             ),
+            detail="head:N",
         )
         .properties(width="container", height=_HEIGHT)
         .add_params(*params)
@@ -445,34 +568,40 @@ def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFi
     return _figure("alibi_bias", chart)
 
 
-# theta'_i / theta_i of each context-extension method (pe_lib.rope_scaling) for pair
-# `datum.pair` of head_dim `datum.d`, with the controls `factor` (s) and `ell_ratio` (the current
-# length over the training length, for dynamic NTK); YaRN's and Llama 3.1's per-pair weights
-# come from the transforms before.
+# theta'_i / theta_i of each context-extension method (pe_lib.rope_scaling), keyed by its
+# rope_type, for pair `datum.pair` of head_dim `datum.d`, with the controls `factor` (s) and
+# `ell_ratio` (the current length over the training length, for dynamic NTK). NTK and dynamic
+# NTK raise the base to b * alpha^(d/(d-2)), so pair i's frequency falls by alpha^(-2i/(d-2));
+# YaRN's and Llama 3.1's per-pair weights (1 keeps a pair, 0 interpolates it) come from the
+# transforms before.
 _SCALING_RATIOS = {
-    "linear (PI)": "1 / factor",
-    "NTK": "pow(factor, -2 * datum.pair / (datum.d - 2))",
-    "dynamic NTK": "pow(factor * max(ell_ratio, 1) - (factor - 1), -2 * datum.pair / (datum.d - 2))",
-    "YaRN": "(1 - datum.yarn_keep) / factor + datum.yarn_keep",
-    "Llama 3.1": "(1 - datum.llama3_keep) / factor + datum.llama3_keep",
+    "linear": "1 / factor",
+    "ntk": _omega("datum.pair", "datum.d - 2", "factor"),
+    "dynamic": _omega("datum.pair", "datum.d - 2", "factor * max(ell_ratio, 1) - (factor - 1)"),
+    "yarn": "(1 - datum.yarn_keep) / factor + datum.yarn_keep",
+    "llama3": "(1 - datum.llama3_keep) / factor + datum.llama3_keep",
 }
 
 
 def scaling_chart(
     head_dim: int = 128,
-    base: float = 10000.0,
+    base: float = DEFAULT_BASE,
     original_length: int = 2048,
     factor: float = 4.0,
     length_ratio: float = 2.0,
+    low_freq_factor: float = 1.0,
+    high_freq_factor: float = 4.0,
 ) -> ExplorableFigure:
     r"""How each RoPE context-extension method changes every pair's frequency, :math:`\theta'_i/\theta_i`.
 
     The browser evaluates the formulas of :mod:`pe_lib.rope_scaling` for ``"linear"``,
-    ``"ntk"``, ``"dynamic"`` (at the current length :math:`\ell`), ``"yarn"`` (``beta_fast``
-    32, ``beta_slow`` 1, ramp ends rounded outwards) and ``"llama3"`` (``low_freq_factor`` 1,
-    ``high_freq_factor`` 4). A ratio of 1 keeps a pair as trained; :math:`1/s` interpolates it
-    by the factor. Controls: the factor :math:`s` (1 .. 16) and, for dynamic NTK,
-    :math:`\ell/L` (1 .. 16); the head size, base and training length ``L`` are fixed.
+    ``"ntk"``, ``"dynamic"`` (at the current length :math:`\ell`), ``"yarn"`` (its defaults
+    ``beta_fast`` and ``beta_slow`` from :data:`~pe_lib.rope_scaling.ROPE_SCALINGS`, ramp ends
+    rounded outwards) and ``"llama3"`` (``low_freq_factor`` and ``high_freq_factor``, by default
+    Llama 3.1's 1 and 4). Lines take the colours, dashes and names of :mod:`pe_lib.style`. A
+    ratio of 1 keeps a pair as trained; :math:`1/s` interpolates it by the factor. Controls: the
+    factor :math:`s` (1 .. 16) and, for dynamic NTK, :math:`\ell/L` (1 .. 16); the head size,
+    base, training length ``L`` and Llama 3.1's two factors are fixed.
 
     Args:
         head_dim: size of the rotated vectors, even, in [4, 512] (not a control).
@@ -480,9 +609,12 @@ def scaling_chart(
         original_length: the training length ``L``, >= 1 (not a control).
         factor: starting factor, a multiple of 0.5 in [1, 16].
         length_ratio: starting :math:`\ell/L` for dynamic NTK, a multiple of 0.5 in [1, 16].
+        low_freq_factor: Llama 3.1's ``low_freq_factor``, > 0 (not a control).
+        high_freq_factor: Llama 3.1's ``high_freq_factor``, above ``low_freq_factor``.
 
     Returns:
-        the figure; its lines are drawn from rows ``pair, method, ratio``.
+        the figure; its lines are drawn from rows ``pair, method, ratio`` (``method`` the
+        ``rope_type``, ``label`` its name in :mod:`pe_lib.style`).
     """
     alt_ = _altair()
     head_dim = _check_even_size("head_dim", head_dim)
@@ -491,51 +623,79 @@ def scaling_chart(
     for name, value in (("factor", factor), ("length_ratio", length_ratio)):
         if not 1 <= check_real(name, value) <= 16 or value * 2 != round(value * 2):
             raise ValueError(f"{name} must be a multiple of 0.5 in [1, 16], got {value}")
+    low = check_real("low_freq_factor", low_freq_factor)
+    high = check_real("high_freq_factor", high_freq_factor)
+    if not 0 < low < high:
+        raise ValueError(
+            "low_freq_factor must be > 0 and below high_freq_factor, got "
+            f"low_freq_factor={low_freq_factor!r} and high_freq_factor={high_freq_factor!r}"
+        )
+    yarn_defaults = ROPE_SCALINGS["yarn"].optional
+    beta_fast = float(yarn_defaults["beta_fast"])  # type: ignore[arg-type]
+    beta_slow = float(yarn_defaults["beta_slow"])  # type: ignore[arg-type]
     log_base, two_pi = math.log(base), 2 * math.pi
-    # YaRN's ramp, on the pair index: pairs up to `first` turn more than 32 times within L (kept),
-    # pairs from `last` on fewer than once (interpolated); ends rounded outwards (truncate).
-    first = math.floor(head_dim * math.log(original_length / (32 * two_pi)) / (2 * log_base))
-    last = math.ceil(head_dim * math.log(original_length / (1 * two_pi)) / (2 * log_base))
+    # YaRN's ramp, on the pair index: pairs up to `first` turn more than beta_fast times within
+    # L (kept), pairs from `last` on fewer than beta_slow times (interpolated); ends rounded
+    # outwards (truncate).
+    first = math.floor(head_dim * math.log(original_length / (beta_fast * two_pi)) / (2 * log_base))
+    last = math.ceil(head_dim * math.log(original_length / (beta_slow * two_pi)) / (2 * log_base))
     params = [
         _range("factor", factor, 1, 16, 0.5, "factor s "),
-        _range("ell_ratio", length_ratio, 1, 16, 0.5, "dynamic: length / L "),
+        _range("ell_ratio", length_ratio, 1, 16, 0.5, "dynamic NTK: length ℓ / L "),
     ]
-    methods = alt_.Data(values=[{"method": name} for name in _SCALING_RATIOS])
+    styles = {key: method_style(key) for key in _SCALING_RATIOS}
+    methods = alt_.Data(
+        values=[{"method": key, "label": style.label} for key, style in styles.items()]
+    )
     ratio = " : ".join(
         f"datum.method == '{name}' ? {expression}" for name, expression in _SCALING_RATIOS.items()
     )
+    labels = [style.label for style in styles.values()]
     chart = (
-        alt_.Chart(
-            methods, title=f"theta'_i / theta_i (head_dim {head_dim}, L = {original_length})"
-        )
+        alt_.Chart(methods, title=f"θ′ᵢ / θᵢ per pair (head_dim {head_dim}, L = {original_length})")
         .transform_calculate(pair=f"sequence(0, {head_dim // 2})")
         .transform_flatten(["pair"])
         .transform_calculate(
             d=f"{head_dim}",
-            turns=f"{original_length} * pow({base!r}, -2 * datum.pair / {head_dim}) / (2 * PI)",
+            turns=f"{original_length} * {_omega('datum.pair', str(head_dim), repr(base))}"
+            " / (2 * PI)",
         )
         .transform_calculate(
             yarn_keep=f"1 - clamp((datum.pair - ({first})) / ({last - first}), 0, 1)",
-            llama3_keep="clamp((datum.turns - 1) / (4 - 1), 0, 1)",
+            llama3_keep=f"clamp((datum.turns - {low!r}) / ({high!r} - {low!r}), 0, 1)",
         )
         .transform_calculate(ratio=ratio + " : 1")
-        .mark_line(point=True)
+        .mark_line(point=alt_.OverlayMarkDef(size=14))
         .encode(
             x=alt_.X("pair:Q", title="pair i (fast on the left, slow on the right)"),
-            y=alt_.Y("ratio:Q", title="theta'_i / theta_i", scale=alt_.Scale(type="log")),
+            y=alt_.Y(
+                "ratio:Q", axis=_y_axis(alt_, "θ′ᵢ / θᵢ", format="~g"), scale=alt_.Scale(type="log")
+            ),
             color=alt_.Color(
-                "method:N",
-                title=None,
-                scale=alt_.Scale(scheme="tableau10"),
-                legend=alt_.Legend(orient="bottom", columns=3),
+                "label:N",
+                title="method",
+                scale=alt_.Scale(domain=labels, range=[s.color for s in styles.values()]),
+                legend=alt_.Legend(orient="bottom", columns=3, title=None),
+            ),
+            strokeDash=alt_.StrokeDash(
+                "label:N",
+                scale=alt_.Scale(
+                    domain=labels, range=[list(s.dash) or [1, 0] for s in styles.values()]
+                ),
+                legend=None,
             ),
         )
         .properties(width="container", height=_HEIGHT)
         .add_params(*params)
     )
-    return _figure(
-        "scaling", chart, {"head_dim": head_dim, "base": base, "original_length": original_length}
-    )
+    fixed = {
+        "head_dim": head_dim,
+        "base": base,
+        "original_length": original_length,
+        "low_freq_factor": low,
+        "high_freq_factor": high,
+    }
+    return _figure("scaling", chart, fixed)
 
 
 CHARTS: Mapping[str, Callable[..., ExplorableFigure]] = {

@@ -2,13 +2,15 @@
 
 Every helper draws on ``ax`` when one is given (otherwise on a new figure), returns
 ``(figure, axes)`` and never calls ``plt.show()``. Colormaps are perceptually uniform and
-colour-blind safe (``viridis`` for values, ``cividis`` for attention weights).
+colour-blind safe (``viridis`` for values, ``cividis`` for attention weights); lines take the
+colours of :mod:`pe_lib.style`. :func:`use_book_figures` applies the book's house style.
 """
 
 from __future__ import annotations
 
 import reprlib
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -18,14 +20,94 @@ from matplotlib.figure import Figure
 
 from ._validation import check_indices, check_nonnegative_int, renamed_keyword
 from .sinusoidal import wavelengths as _wavelengths
+from .style import METHOD_STYLES
 
 __all__ = [
+    "BOOK_RC",
+    "FIGURE_WIDTH_IN",
     "plot_attention_weights",
     "plot_dimensions",
     "plot_dot_product_vs_distance",
     "plot_encoding_heatmap",
     "plot_wavelengths",
+    "use_book_figures",
 ]
+
+#: Every figure of the book is drawn this wide (inches, at 100 dpi: 640 CSS px), whatever size
+#: the code asked for (the height follows its aspect ratio): the text column at 1280 px shows it
+#: at about 1:1, so text has one size across figures.
+FIGURE_WIDTH_IN = 6.4
+
+#: The book's house style for matplotlib figures (README, Contributing: Figures): text sizes
+#: for the figure width above, legible at 400 px; lines in the Okabe-Ito colours of
+#: :mod:`pe_lib.style`; PNG output at twice the displayed resolution.
+BOOK_RC: dict[str, Any] = {
+    "figure.dpi": 100,
+    "figure.figsize": (FIGURE_WIDTH_IN, 3.6),
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "legend.title_fontsize": 10,
+    "figure.titlesize": 12,
+    "lines.linewidth": 1.8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "savefig.facecolor": "white",
+    "figure.facecolor": "white",
+    "svg.hashsalt": "pe-book",
+}
+
+
+def use_book_figures() -> None:
+    """Apply the book's figure style to matplotlib and, in IPython, to inline output.
+
+    Sets :data:`BOOK_RC`; in a running IPython kernel, makes inline figures PNG at twice their
+    resolution (sharp on high-DPI screens; nbval does not compare PNG bytes) and draws every
+    figure :data:`FIGURE_WIDTH_IN` wide, scaling its height with it. Call it once, in a
+    chapter's first code cell.
+    """
+    import matplotlib as mpl
+    from cycler import cycler
+
+    rc = dict(BOOK_RC)
+    rc["axes.prop_cycle"] = cycler(
+        color=[
+            METHOD_STYLES[key].color
+            for key in (
+                "sinusoidal",
+                "learned",
+                "rope",
+                "alibi",
+                "linear",
+                "ntk",
+                "dynamic",
+                "none",
+            )
+        ]
+    )
+    params: Any = mpl.rcParams
+    for key, value in rc.items():
+        params[key] = value
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - matplotlib without IPython
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from IPython.core.pylabtools import retina_figure
+
+    def book_png(fig: Figure) -> object:
+        width, height = fig.get_size_inches()
+        if width > 0 and abs(width - FIGURE_WIDTH_IN) > 1e-6:
+            fig.set_size_inches(FIGURE_WIDTH_IN, height * FIGURE_WIDTH_IN / width)
+        return retina_figure(fig, bbox_inches="tight")  # type: ignore[no-untyped-call]
+
+    formatter = shell.display_formatter.formatters["image/png"]
+    formatter.for_type(Figure, book_png)
 
 
 def _as_numpy(table: torch.Tensor | np.ndarray, name: str = "table", ndim: int = 2) -> np.ndarray:
@@ -96,7 +178,10 @@ def plot_dimensions(
     first = check_nonnegative_int(offset_name, first)
     fig, ax = _axes(ax, (7, 3.5))
     positions = np.arange(first, first + values.shape[0])
-    colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(columns)))
+    # Neighbouring columns (a sine and its cosine) must not look alike: qualitative colours,
+    # the Okabe-Ito set of pe_lib.style, cycled.
+    palette = [s.color for s in METHOD_STYLES.values() if s.color != "#7f7f7f"]
+    colors = [palette[index % len(palette)] for index in range(len(columns))]
     for d, color in zip(columns, colors, strict=True):
         ax.plot(positions, values[:, d], color=color, label=f"dim {d}")
     ax.set_xlabel("position")

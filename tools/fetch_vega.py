@@ -8,39 +8,43 @@ sha512 digest, and writes its minified browser bundle and licence into ``book/_s
 from where Sphinx copies them into ``_build/html/_static``. ``make book`` runs it when the files
 are missing.
 
-Keep ``vega-lite`` at the schema version of the pinned ``altair`` in ``requirements.txt``
+The releases and their digests are ``VEGA_RELEASES`` in ``pe_lib/charts.py``. Keep ``vega-lite`` at the schema version of the pinned ``altair`` in ``requirements.txt``
 (``alt.SCHEMA_VERSION``); Vega and vega-embed follow the majors that Altair names
 (``alt.VEGA_VERSION``, ``alt.VEGAEMBED_VERSION``).
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
 from npm_tarball import verified_tarball
 
-# package: (version, `dist.integrity` of the release in the npm registry's metadata)
-RELEASES = {
-    "vega": (
-        "6.4.0",
-        "sha512-rHXCq2LpEWCLMjXBEj7hocY9G0/i5TGYRayGGSj06VTF4+l2IG2Z7oeZKCjWbUh/7hTE/mVhbaOPB72wCElh6g==",
-    ),
-    "vega-lite": (
-        "6.4.1",
-        "sha512-KO3ybHNouRK4A0al/+2fN9UqgTEfxrd/ntGLY933Hg5UOYotDVQdshR3zn7OfXwQ7uj0W96Vfa5R+QxO8am3IQ==",
-    ),
-    "vega-embed": (
-        "7.3.0",
-        "sha512-wQ8s5GaSzqoKgmRfbRolgBrjE2CP7ZKHXqH7NijxMqPjpdWxSs4Dn8tvp9g0giQvh2cK+3p56sxjWWM0wNngGw==",
-    ),
-}
-TARGET = Path(__file__).resolve().parents[1] / "book" / "_static" / "vega"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def releases() -> dict[str, tuple[str, str]]:
+    """``pe_lib.charts.VEGA_RELEASES``, the one place the versions are named: package ->
+    (version, ``dist.integrity`` of the release in the npm registry's metadata).
+
+    Read from the module's source, so that this script runs without pe_lib's dependencies.
+    """
+    tree = ast.parse((ROOT / "pe_lib" / "charts.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "VEGA_RELEASES" for target in node.targets
+        ):
+            return ast.literal_eval(node.value)
+    raise SystemExit("pe_lib/charts.py defines no VEGA_RELEASES")
+
+
+TARGET = ROOT / "book" / "_static" / "vega"
 
 
 def main() -> int:
     TARGET.mkdir(parents=True, exist_ok=True)
-    for package, (version, integrity) in RELEASES.items():
+    for package, (version, integrity) in releases().items():
         archive = verified_tarball(package, version, integrity)
         members = {member.name: member for member in archive.getmembers() if member.isfile()}
         bundle = f"package/build/{package}.min.js"

@@ -161,9 +161,19 @@ def local_target(page_url: str, href: str, base_url: str) -> tuple[Path, str] | 
 # --------------------------------------------------------------------------- fixtures
 
 
+# Every path the server could not serve, over the whole session (the browser's own requests,
+# such as /favicon.ico, never reach the page's events).
+NOT_FOUND: list[str] = []
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib signature)
         pass
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        if code >= 400:
+            NOT_FOUND.append(f"HTTP {code}: {self.path}")
+        super().send_error(code, message, explain)
 
 
 @pytest.fixture(scope="session")
@@ -658,15 +668,15 @@ def _scaling(settings: dict, drawn: list[dict], problems: list[str]) -> None:
     current = round(settings["ell_ratio"] * length)
     original = {"original_max_position_embeddings": length}
     entries = {
-        "linear (PI)": {"rope_type": "linear", "factor": factor},
-        "NTK": {"rope_type": "ntk", "factor": factor},
-        "dynamic NTK": {"rope_type": "dynamic", "factor": factor, **original},
-        "YaRN": {"rope_type": "yarn", "factor": factor, **original},
-        "Llama 3.1": {
+        "linear": {"rope_type": "linear", "factor": factor},
+        "ntk": {"rope_type": "ntk", "factor": factor},
+        "dynamic": {"rope_type": "dynamic", "factor": factor, **original},
+        "yarn": {"rope_type": "yarn", "factor": factor, **original},
+        "llama3": {
             "rope_type": "llama3",
             "factor": factor,
-            "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0,
+            "low_freq_factor": float(settings["low_freq_factor"]),
+            "high_freq_factor": float(settings["high_freq_factor"]),
             **original,
         },
     }
@@ -828,12 +838,38 @@ FIGURE_BACKGROUNDS = """() => {
         const alpha = corners.map(([x, y]) => context.getImageData(x, y, 1, 1).data[3]);
         results.push({figure: img.currentSrc.split('/').pop(), opaque: Math.min(...alpha) === 255});
     }
-    for (const svg of document.querySelectorAll('div.pe-chart svg')) {
-        const colour = getComputedStyle(svg).backgroundColor;
-        results.push({figure: 'chart', opaque: colour === 'rgb(255, 255, 255)'});
-    }
     return results;
 }"""
+
+# Every chart's background and text colours, with the page's; and its accessible description.
+CHART_THEME = """() => {
+    const probe = document.createElement('div');
+    probe.style.color = getComputedStyle(document.documentElement)
+        .getPropertyValue('--pst-color-background');
+    document.body.appendChild(probe);
+    const page = getComputedStyle(probe).color;
+    probe.remove();
+    return Array.from(document.querySelectorAll('div.pe-chart'), figure => {
+        const svg = figure.querySelector('svg');
+        const text = svg.querySelector('text');
+        return {name: figure.dataset.peChart, page,
+                background: getComputedStyle(svg).backgroundColor,
+                text: text ? getComputedStyle(text).fill : null,
+                label: svg.getAttribute('aria-label') || ''};
+    });
+}"""
+
+
+def _luminance(colour: str) -> float:
+    """Relative luminance of a CSS ``rgb(...)`` colour (WCAG 2)."""
+    channels = [int(float(v)) for v in re.findall(r"[\d.]+", colour)[:3]]
+
+    def linear(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = map(linear, channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
 @pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
@@ -848,3 +884,269 @@ def test_figures_readable_in_dark_mode(visit, relpath: str) -> None:
     check_images(page)
     transparent = [f["figure"] for f in page.evaluate(FIGURE_BACKGROUNDS) if not f["opaque"]]
     assert not transparent, f"{relpath}: figures without an opaque background: {transparent}"
+    problems = []
+    for chart in page.evaluate(CHART_THEME):
+        if chart["background"] != chart["page"]:
+            problems.append(
+                f"{chart['name']}: background {chart['background']}, page {chart['page']}"
+            )
+        if chart["text"] and _luminance(chart["text"]) < 0.4:
+            problems.append(f"{chart['name']}: dark text {chart['text']} on the dark page")
+        label = chart["label"]
+        if "Vega visualization" in label or not label.startswith("Chart:") or len(label) < 60:
+            problems.append(f"{chart['name']}: no description of its own: {label!r}")
+    assert not problems, f"{relpath} in dark mode:\n  " + "\n  ".join(problems)
+
+
+# --------------------------------------------------------------------------- every screen
+
+WIDE_WIDTH = 1280
+CHAPTER_PAGES = [p for p in PAGES if re.match(r"book/\d\d_", p)]
+# A chapter page's first visit (HTML, styles, scripts, fonts, images), uncompressed.
+MAX_CHAPTER_BYTES = 3_000_000
+SAMPLE_CHAPTER = "book/02_sinusoidal_formula.html"
+
+VISIBLE = (
+    "el => !!el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden'"
+)
+
+
+def _visible(page, selector: str) -> bool:
+    return page.evaluate(f"(s) => ({VISIBLE})(document.querySelector(s))", selector)
+
+
+def _visible_toggle(page, name: str):
+    toggles = page.locator(f"button.{name}-toggle")
+    visible = [toggles.nth(i) for i in range(toggles.count()) if toggles.nth(i).is_visible()]
+    assert len(visible) == 1, f"{len(visible)} visible {name} toggles, expected one"
+    return visible[0]
+
+
+def test_sidebar_toggles_open_on_a_phone(visit) -> None:
+    """At 400 px the visible toggles open the chapter list and the page contents."""
+    if SAMPLE_CHAPTER not in PAGES:
+        _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
+    page = visit(SAMPLE_CHAPTER, viewport={"width": NARROW_WIDTH, "height": 800}).page
+    page.wait_for_load_state("networkidle")
+    assert not _visible(page, "#pst-primary-sidebar a.reference"), "chapter list shown at once"
+    _visible_toggle(page, "primary").click()
+    page.wait_for_timeout(400)
+    assert page.evaluate("() => document.querySelector('#pst-primary-sidebar-modal').open"), (
+        "the primary toggle did not open the chapter list"
+    )
+    links = page.locator("#pst-primary-sidebar-modal a.reference")
+    assert links.count() >= 8 and links.first.is_visible(), "the opened chapter list is empty"
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(300)
+    _visible_toggle(page, "secondary").click()
+    page.wait_for_timeout(400)
+    assert page.evaluate("() => document.querySelector('#pst-secondary-sidebar-modal').open"), (
+        "the secondary toggle did not open the page contents"
+    )
+    assert page.locator("#pst-secondary-sidebar-modal nav a").first.is_visible()
+
+
+def test_sidebar_toggle_collapses_on_a_desktop_and_search_is_offered_once(visit) -> None:
+    if SAMPLE_CHAPTER not in PAGES:
+        _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
+    page = visit(SAMPLE_CHAPTER, viewport={"width": WIDE_WIDTH, "height": 900}).page
+    page.wait_for_load_state("networkidle")
+    assert _visible(page, "#pst-primary-sidebar"), "the chapter list is not shown at 1280 px"
+    article_before = page.evaluate("() => document.querySelector('article').clientWidth")
+    _visible_toggle(page, "primary").click()
+    page.wait_for_timeout(600)
+    assert not _visible(page, "#pst-primary-sidebar"), "the toggle did not collapse the sidebar"
+    article_after = page.evaluate("() => document.querySelector('article').clientWidth")
+    assert article_after > article_before, "the text did not take the freed space"
+    searches = page.evaluate(
+        f"""() => Array.from(document.querySelectorAll(
+            'form.bd-search, .search-button-field, button.search-button, input[type=search]'))
+            .filter({VISIBLE}).length"""
+    )
+    assert searches == 1, f"{searches} visible search boxes or buttons, expected one"
+
+
+TEXT_CONTROLS = "div.pe-chart .vega-bindings input[type=text]"
+
+
+@pytest.mark.parametrize("relpath", sorted(PAGES_WITH_FIGURES) or ["<no figures>"])
+def test_enter_in_a_chart_control_neither_submits_nor_scrolls(visit, relpath: str) -> None:
+    """Enter in every text control keeps URL and scroll; bad input is reported in words."""
+    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}).page
+    page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    page.evaluate("() => { window.peNotReloaded = true; }")
+    boxes = page.locator(TEXT_CONTROLS)
+    problems = []
+    for index in range(boxes.count()):
+        box = boxes.nth(index)
+        box.scroll_into_view_if_needed()
+        url, scroll = page.url, page.evaluate("() => window.scrollY")
+        box.fill("abc, 999, 1")
+        box.press("Enter")
+        page.wait_for_timeout(500)
+        if page.url != url or not page.evaluate("() => window.peNotReloaded === true"):
+            problems.append(f"text box {index}: Enter reloaded or left the page ({page.url})")
+            break
+        if abs(page.evaluate("() => window.scrollY") - scroll) > 2:
+            problems.append(f"text box {index}: Enter scrolled the page")
+        figure = box.locator("xpath=ancestor::div[contains(@class, 'pe-chart')]")
+        message = figure.locator(".pe-chart-message").inner_text()
+        if "abc" not in message or "999" not in message:
+            problems.append(f"text box {index}: bad input not reported: {message!r}")
+        box.fill("0, 1")
+        box.press("Enter")
+        page.wait_for_timeout(300)
+        if figure.locator(".pe-chart-message").inner_text().strip():
+            problems.append(f"text box {index}: a message stays after good input")
+    assert not problems, f"{relpath}:\n  " + "\n  ".join(problems)
+
+
+CHARTS_FIT = """() => Array.from(document.querySelectorAll('div.pe-chart'), figure => {
+    const svg = figure.querySelector('svg');
+    return {name: figure.dataset.peChart, box: figure.clientWidth,
+            drawn: Math.round(svg.getBoundingClientRect().width),
+            right: Math.round(svg.getBoundingClientRect().right),
+            limit: Math.round(figure.getBoundingClientRect().right)};
+})"""
+
+
+@pytest.mark.parametrize("relpath", sorted(PAGES_WITH_FIGURES) or ["<no figures>"])
+def test_charts_fit_their_box_after_a_resize(visit, relpath: str) -> None:
+    """1280 -> 700 -> 1280: every chart is drawn within its box, and fills a wide one."""
+    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}).page
+    page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    problems = []
+    for width in (700, WIDE_WIDTH):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(800)
+        for chart in page.evaluate(CHARTS_FIT):
+            if chart["right"] > chart["limit"] + 1:
+                problems.append(
+                    f"at {width} px, {chart['name']} is {chart['drawn']} px wide "
+                    f"in a {chart['box']} px box"
+                )
+    assert not problems, f"{relpath}:\n  " + "\n  ".join(problems)
+
+
+OVERFLOWING = """(selector) => Array.from(document.querySelectorAll(selector))
+    .filter(el => el.getClientRects().length > 0 && el.scrollWidth > el.clientWidth + 1)
+    .map(el => ({what: el.tagName + ' ' + (el.textContent || '').trim().slice(0, 50),
+                 needed: el.scrollWidth, shown: el.clientWidth}))"""
+MATH_BOXES = 'article mjx-container[display="true"]'
+CODE_BOXES = "article div.cell pre, article div.highlight pre"
+
+
+def _open_wide(visit, relpath: str):
+    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}).page
+    page.wait_for_load_state("networkidle")
+    if page.locator("div.math").count():
+        page.wait_for_function(
+            "() => document.documentElement.dataset.peMathFitted === 'true'",
+            timeout=MATH_TIMEOUT_MS,
+        )
+    return page
+
+
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_no_equation_is_cut_at_1280(visit, relpath: str) -> None:
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    cut = _open_wide(visit, relpath).evaluate(OVERFLOWING, MATH_BOXES)
+    assert not cut, f"{relpath}: display equations wider than the column at 1280 px: {cut}"
+
+
+@pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
+def test_no_code_or_output_scrolls_at_1280(visit, relpath: str) -> None:
+    """Chapters keep lines within 76 characters; the column holds 80 at 1280 px."""
+    if not CHAPTER_PAGES:
+        _not_available(f"no chapter pages under {HTML_DIR}: run `make book` first")
+    page = _open_wide(visit, relpath)
+    columns = page.evaluate(
+        """() => { const pre = document.querySelector('article pre');
+        const style = getComputedStyle(pre);
+        const canvas = document.createElement('canvas').getContext('2d');
+        canvas.font = style.fontSize + ' ' + style.fontFamily;
+        const inner = pre.clientWidth - parseFloat(style.paddingLeft)
+            - parseFloat(style.paddingRight);
+        return inner / canvas.measureText('0').width; }"""
+    )
+    assert columns >= 80, f"{relpath}: the code column holds {columns:.1f} characters at 1280 px"
+    wide = page.evaluate(OVERFLOWING, CODE_BOXES)
+    assert not wide, f"{relpath}: code or output scrolls sideways at 1280 px: {wide[:5]}"
+
+
+SHARPNESS = """() => Array.from(document.querySelectorAll('article img'))
+    .filter(img => img.getClientRects().length > 0 && img.clientWidth > 0)
+    .map(img => ({src: img.currentSrc.split('/').pop(), natural: img.naturalWidth,
+                  shown: img.clientWidth, vector: /\\.svg($|\\?)/.test(img.currentSrc)}))"""
+
+
+@pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
+def test_figures_are_sharp_on_high_dpi_screens(visit, relpath: str) -> None:
+    """Every figure image is vector, or has at least 1.5 pixels per displayed CSS pixel."""
+    if not CHAPTER_PAGES:
+        _not_available(f"no chapter pages under {HTML_DIR}: run `make book` first")
+    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}).page
+    page.wait_for_load_state("networkidle")
+    check_images(page)
+    soft = [
+        f"{img['src']}: {img['natural']} px shown {img['shown']} px wide"
+        for img in page.evaluate(SHARPNESS)
+        if not img["vector"] and img["natural"] < 1.5 * img["shown"] and "logo" not in img["src"]
+    ]
+    assert not soft, f"{relpath}: soft figures:\n  " + "\n  ".join(soft)
+
+
+def test_search_shows_the_matching_text(visit) -> None:
+    """Searching for a word of a chapter lists that chapter with the word in its snippet."""
+    if "search.html" not in PAGES:
+        _not_available("no search page built")
+    page = visit("search.html?q=wavelength").page
+    page.wait_for_selector("#search-results ul.search li p.context", timeout=20_000)
+    snippets = page.locator("#search-results ul.search li p.context").all_inner_texts()
+    assert snippets, "no search results with snippets"
+    assert all("wavelength" in s.lower() for s in snippets[:5]), f"snippets: {snippets[:5]}"
+
+
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_first_visit_weight(browser, base_url, relpath: str) -> None:
+    """Prints each page's first-visit weight; a chapter page stays under 3 MB, loads the Vega
+    bundle only with a chart, the widget manager only with saved widget state, and the icons as
+    the small subset."""
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    page_visit = PageVisit(browser, base_url, relpath)
+    sizes: dict[str, int] = {}
+
+    def record(request) -> None:
+        if request.url.startswith(base_url):
+            sizes[request.url] = request.sizes()["responseBodySize"]
+
+    try:
+        page = page_visit.page
+        page.on("requestfinished", record)
+        page.goto(page_visit.url, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        if relpath in PAGES_WITH_FIGURES:
+            page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+        check_images(page)
+        page.wait_for_load_state("networkidle")
+    finally:
+        page_visit.close()
+    total = sum(sizes.values())
+    print(f"\nfirst visit {relpath}: {total / 1e6:.2f} MB in {len(sizes)} files")
+    loaded = {urlsplit(url).path: size for url, size in sizes.items()}
+    html = (HTML_DIR / relpath).read_text(encoding="utf-8")
+    if any(path.endswith("jupyter-widgets/embed.js") for path in loaded):
+        assert "application/vnd.jupyter.widget-state+json" in html, "widget manager, no widgets"
+    if any(path.endswith("vega/vega.min.js") for path in loaded):
+        assert 'class="pe-chart"' in html, "Vega loaded on a page with no chart"
+    icons = [size for path, size in loaded.items() if path.endswith("fontawesome.js")]
+    assert all(size < 50_000 for size in icons), f"the whole icon font script: {icons}"
+    if relpath in CHAPTER_PAGES:
+        assert total < MAX_CHAPTER_BYTES, f"{relpath}: {total / 1e6:.2f} MB on a first visit"
+
+
+def test_no_request_failed_over_the_session() -> None:
+    """Requests the browser makes on its own (favicon) get answers too; runs after the others."""
+    assert not NOT_FOUND, f"paths the server could not serve: {sorted(set(NOT_FOUND))}"

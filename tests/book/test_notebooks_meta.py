@@ -47,7 +47,13 @@ def test_first_cell_installs_pe_lib_for_colab(path: Path) -> None:
     assert "import importlib.util" in lines, f"{path.name}: the guard needs importlib.util"
     guard_at = [i for i, line in enumerate(lines) if GUARD.match(line)]
     assert guard_at, f'{path.name}: no `if importlib.util.find_spec("pe_lib") is None:` guard'
-    body = lines[guard_at[0] + 1 :]
+    # The guarded block: the indented lines under the guard (after it, the cell may apply the
+    # book's figure style, pe_lib.plotting.use_book_figures()).
+    body = []
+    for line in lines[guard_at[0] + 1 :]:
+        if line.strip() and not line[:1].isspace():
+            break
+        body.append(line)
     installs = [m for m in map(INSTALL.match, body) if m]
     assert installs, f'{path.name}: no indented `%pip install --quiet "pe_lib @ git+URL"` under it'
     assert len(installs) == 1 and all(line.strip() == "" or INSTALL.match(line) for line in body), (
@@ -102,3 +108,40 @@ def test_pages_workflow_builds_with_make_book_and_deploys_the_html() -> None:
     upload = uses.get("actions/upload-pages-artifact")
     assert upload and upload["with"]["path"] == "_build/html", "upload _build/html as the site"
     assert "actions/deploy-pages" in uses, "no deploy-pages step"
+
+
+# The text column holds 80 characters of the code font at 1280 px (book/_static/page.css), and
+# a phone scrolls a code box sideways: every line a reader sees in a chapter stays within this.
+MAX_LINE = 76
+
+
+def _long_lines(lines: list[str], where: str) -> list[str]:
+    return [
+        f"{where} line {number} ({len(line)} chars): {line[:60]}..."
+        for number, line in enumerate(lines, start=1)
+        if len(line) > MAX_LINE
+    ]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_code_and_printed_lines_fit_the_column(path: Path) -> None:
+    """Every code-cell line and every printed (stream or text/plain) line <= 76 characters."""
+    notebook = nbformat.read(path, as_version=4)
+    long: list[str] = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        long += _long_lines(cell.source.splitlines(), f"cell {index} code")
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                text = output.text
+            elif output.output_type in {"execute_result", "display_data"}:
+                if "text/html" in output.data or "image/png" in output.data:
+                    continue  # shown as HTML or an image, not as this text
+                text = output.data.get("text/plain", "")
+            else:
+                continue
+            long += _long_lines(text.splitlines(), f"cell {index} output")
+    assert not long, f"{path.name}: {len(long)} lines over {MAX_LINE} characters:\n  " + (
+        "\n  ".join(long[:15])
+    )

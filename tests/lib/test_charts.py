@@ -5,7 +5,12 @@ What the browser computes from them is compared with pe_lib in tests/test_html.p
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import inspect
 import json
+import sys
+from pathlib import Path
 
 import altair as alt
 import jsonschema
@@ -13,6 +18,8 @@ import pytest
 
 from pe_lib import charts
 from pe_lib.charts import CHARTS, ExplorableFigure
+from pe_lib.rope_scaling import DEFAULT_BASE, ROPE_SCALINGS
+from pe_lib.style import method_style
 
 SCHEMA = alt.vegalite.v6.schema.core.load_schema()
 
@@ -73,9 +80,75 @@ def test_starting_values_follow_the_arguments() -> None:
 
 
 def test_fixed_settings_are_recorded() -> None:
-    assert charts.rotation_chart(d_model=32).spec["usermeta"]["fixed"] == {"d_model": 32}
+    fixed = charts.rotation_chart(d_model=32).spec["usermeta"]["fixed"]
+    assert fixed == {"d_model": 32, "base": DEFAULT_BASE}
     fixed = charts.scaling_chart(head_dim=64, original_length=512).spec["usermeta"]["fixed"]
-    assert fixed == {"head_dim": 64, "base": 10000.0, "original_length": 512}
+    assert fixed == {
+        "head_dim": 64,
+        "base": DEFAULT_BASE,
+        "original_length": 512,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+    }
+
+
+def test_defaults_come_from_the_definitions_they_mirror() -> None:
+    """The base is pe_lib's DEFAULT_BASE, YaRN's betas the registry's defaults."""
+    for name in ("frequency", "wavelength", "dot_product", "scaling"):
+        assert inspect.signature(CHARTS[name]).parameters["base"].default == DEFAULT_BASE
+    text = charts.rotation_chart().to_json()
+    assert repr(DEFAULT_BASE) in text and "10000," not in text.replace(repr(DEFAULT_BASE), "")
+    # Change YaRN's default betas: the ramp of the chart follows.
+    yarn = ROPE_SCALINGS["yarn"]
+    moved = {**yarn.optional, "beta_fast": 16.0}
+    before = charts.scaling_chart().to_json()
+    try:
+        ROPE_SCALINGS["yarn"] = dataclasses.replace(yarn, optional=moved)
+        after = charts.scaling_chart().to_json()
+    finally:
+        ROPE_SCALINGS["yarn"] = yarn
+    assert before != after
+
+
+def test_the_vega_releases_are_named_once() -> None:
+    """tools/fetch_vega.py fetches the releases charts.py loads from a CDN elsewhere."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    try:
+        fetch_vega = importlib.import_module("fetch_vega")
+    finally:
+        sys.path.pop(0)
+    assert fetch_vega.releases() == charts.VEGA_RELEASES
+    html = charts.wavelength_chart().to_html()
+    for package, (version, _) in charts.VEGA_RELEASES.items():
+        assert f"{package}@{version}" in html
+    assert "RELEASES = {" not in (Path(fetch_vega.__file__)).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(CHARTS))
+def test_every_chart_describes_itself_from_its_specification(name: str) -> None:
+    spec = CHARTS[name]().spec
+    description = spec["description"]
+    assert description == spec["usermeta"]["description"]
+    title = spec["title"]["text"] if isinstance(spec["title"], dict) else spec["title"]
+    assert title in description
+    for param in spec["params"]:
+        if "bind" in param:
+            assert param["bind"]["name"].strip() in description
+    assert "Vega visualization" not in description
+
+
+def test_scaling_chart_uses_the_shared_palette_and_names() -> None:
+    spec = charts.scaling_chart().spec
+    color = spec["encoding"]["color"]["scale"]
+    names = ["linear", "ntk", "dynamic", "yarn", "llama3"]
+    assert color["domain"] == [method_style(n).label for n in names]
+    assert color["range"] == [method_style(n).color for n in names]
+    assert "θ′ᵢ / θᵢ" in spec["title"]["text"] if isinstance(spec["title"], dict) else spec["title"]
+
+
+def test_text_controls_carry_their_rules() -> None:
+    inputs = charts.frequency_chart().spec["usermeta"]["inputs"]
+    assert inputs["columns"]["below_signal"] == "d_model" and inputs["columns"]["min"] == 0
 
 
 def test_html_carries_the_specification_safely() -> None:

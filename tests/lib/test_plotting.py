@@ -138,3 +138,46 @@ def test_attention_weights_carry_the_tokens():
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_book_figures_share_one_width_and_text_size_and_render_at_twice_the_resolution():
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from pe_lib.plotting import BOOK_RC, FIGURE_WIDTH_IN, use_book_figures
+
+    saved = dict(mpl.rcParams)
+    shell = InteractiveShell.instance()
+    try:
+        use_book_figures()
+        for key in ("font.size", "xtick.labelsize", "legend.fontsize", "figure.dpi"):
+            assert mpl.rcParams[key] == BOOK_RC[key]
+        formatter = shell.display_formatter.formatters["image/png"]
+        sizes = []
+        for figsize in ((11, 4), (4, 3)):
+            fig, ax = plt.subplots(figsize=figsize)
+            ax.plot([0, 1], [0, 1])
+            data, metadata = formatter(fig)
+            assert data[:8] == b"\x89PNG\r\n\x1a\n"
+            # retina: the PNG has twice the pixels of the width it asks to be shown at
+            assert metadata["width"] * 2 >= 0.95 * FIGURE_WIDTH_IN * BOOK_RC["figure.dpi"]
+            assert fig.get_size_inches()[0] == pytest.approx(FIGURE_WIDTH_IN)
+            sizes.append(fig.get_size_inches()[1] / fig.get_size_inches()[0])
+            plt.close(fig)
+        assert sizes == pytest.approx([4 / 11, 3 / 4])  # the aspect asked for is kept
+    finally:
+        mpl.rcParams.update(saved)
+        InteractiveShell.clear_instance()
+
+
+def test_neighbouring_dimensions_get_distinct_colours():
+    from matplotlib.colors import to_rgb
+
+    fig, ax = plot_dimensions(torch.zeros(10, 8), dims=(0, 1, 2))
+    colours = [to_rgb(line.get_color()) for line in ax.get_lines()[:3]]
+    distance = min(
+        sum((a - b) ** 2 for a, b in zip(colours[i], colours[i + 1], strict=True)) ** 0.5
+        for i in range(2)
+    )
+    assert distance > 0.3, colours

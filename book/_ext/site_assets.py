@@ -1,0 +1,151 @@
+"""Ship only the files pages load: a MathJax subset and the theme's icons as a small script.
+
+MathJax: the pinned ``sphinx-mathjax-offline`` package holds the whole MathJax 3 distribution
+(24 MB); pages load one component (``tex-chtml.js``, TeX input and CommonHTML output with the
+menu and the assistive MathML built in) and the CommonHTML fonts. This copies those, and the
+licence, into ``_static/mathjax``.
+
+Icons: the theme's ``scripts/fontawesome.js`` (1.5 MB) holds every Font Awesome icon and turns
+each ``<i class="fa-...">`` into an inline SVG. The pages use about twenty. After the build this
+replaces that file with a script of the same name that draws just the icons the built pages name
+(their paths read from the theme's own file, so they stay the theme's icons) and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+MATHJAX_ENTRY = "tex-chtml.js"
+MATHJAX_KEEP = (MATHJAX_ENTRY, "output/chtml/fonts/woff-v2")
+# Font Awesome's packs in its all-in-one script: the class names that select them.
+PACKS = {"fa-solid": "fas", "fa-regular": "far", "fa-brands": "fab"}
+# An icon class on a page: fa-solid fa-bars, fab fa-github, ...
+ICON_CLASSES = re.compile(r'class="([^"]*\bfa-[a-z0-9-]+[^"]*)"')
+# One icon in the script: name: [width, height, [aliases], "unicode", "path" or ["path", ...]]
+ICON_ENTRY = r'[{{,]"?{name}"?:\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]+",("[^"]*"|\[[^\]]*\])\]'
+
+ICON_SCRIPT = """// Font Awesome icons the book's pages use, drawn as inline SVG (a subset of the theme's
+// fontawesome.js, written at build time by book/_ext/site_assets.py).
+(function () {
+  "use strict";
+  const icons = %(icons)s;
+  const style = document.createElement("style");
+  style.textContent = ".svg-inline--fa{display:inline-block;height:1em;overflow:visible;"
+    + "vertical-align:-.125em}.svg-inline--fa.fa-lg{font-size:1.25em;vertical-align:-.2em}";
+  document.head.appendChild(style);
+  function draw(root) {
+    for (const node of root.querySelectorAll("i[class*='fa-']")) {
+      const classes = Array.from(node.classList);
+      const pack = classes.find((name) => name in icons);
+      const name = pack && classes.find((c) => c.startsWith("fa-") && c.slice(3) in icons[pack]);
+      if (!name) continue;
+      const [width, height, paths] = icons[pack][name.slice(3)];
+      const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+      svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+      svg.setAttribute("aria-hidden", "true");
+      svg.setAttribute("focusable", "false");
+      svg.setAttribute("class", ["svg-inline--fa", ...classes].join(" "));
+      for (const d of paths) {
+        const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+        path.setAttribute("fill", "currentColor");
+        path.setAttribute("d", d);
+        svg.appendChild(path);
+      }
+      node.replaceWith(svg);
+    }
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", () => draw(document));
+  } else {
+    draw(document);
+  }
+})();
+"""
+
+
+def _pack_ranges(script: str) -> dict[str, str]:
+    """The part of the all-in-one script that defines each pack's icons."""
+    ranges = {}
+    start = 0
+    for match in re.finditer(r'd\("(fa[srb])",p\)', script):
+        begin = script.rfind("var p={", start, match.start())
+        ranges[match.group(1)] = script[begin : match.start()]
+        start = match.end()
+    return ranges
+
+
+def _used_icons(outdir: Path) -> dict[str, set[str]]:
+    used: dict[str, set[str]] = {pack: set() for pack in PACKS.values()}
+    aliases = {"fas": "fas", "far": "far", "fab": "fab", **PACKS}
+    for page in outdir.rglob("*.html"):
+        for classes in ICON_CLASSES.findall(page.read_text(encoding="utf-8")):
+            names = classes.split()
+            packs = [aliases[name] for name in names if name in aliases]
+            for name in names:
+                if name.startswith("fa-") and name not in PACKS and packs:
+                    used[packs[0]].add(name[3:])
+    return used
+
+
+def subset_icons(outdir: Path) -> None:
+    target = outdir / "_static" / "scripts" / "fontawesome.js"
+    if not target.is_file():
+        return
+    script = target.read_text(encoding="utf-8")
+    if "var p={" not in script:  # already the subset (an incremental build)
+        return
+    ranges = _pack_ranges(script)
+    icons: dict[str, dict[str, Any]] = {}
+    for pack, names in _used_icons(outdir).items():
+        for name in sorted(names):
+            match = re.search(ICON_ENTRY.format(name=re.escape(name)), ranges.get(pack, ""))
+            if match is None:  # a size or helper class (fa-lg, fa-fw), not an icon
+                continue
+            paths = json.loads(match.group(3))
+            paths = [paths] if isinstance(paths, str) else [p for p in paths if p]
+            icons.setdefault(pack, {})[name] = [int(match.group(1)), int(match.group(2)), paths]
+    by_class = {
+        cls: icons.get(pack, {})
+        for cls, pack in {**PACKS, **{p: p for p in PACKS.values()}}.items()
+    }
+    target.write_text(
+        ICON_SCRIPT % {"icons": json.dumps(by_class, sort_keys=True)}, encoding="utf-8"
+    )
+    (target.parent / "fontawesome.js.map").unlink(missing_ok=True)
+
+
+def copy_mathjax(app: Any, outdir: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the package sphinx-mathjax-offline (MathJax 3) is not installed")
+    source = Path(spec.origin).parent / "static" / "mathjax"
+    target = outdir / "_static" / "mathjax"
+    shutil.rmtree(target, ignore_errors=True)
+    for name in MATHJAX_KEEP:
+        if (source / name).is_dir():
+            shutil.copytree(source / name, target / name)
+        else:
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / name, target / name)
+    for licence in source.glob("LICENSE*"):
+        shutil.copy2(licence, target / licence.name)
+
+
+def _finished(app: Any, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    copy_mathjax(app, outdir)
+    subset_icons(outdir)
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.config.mathjax_path = f"mathjax/{MATHJAX_ENTRY}"
+    app.connect("build-finished", _finished)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -119,26 +119,43 @@ def chapters() -> list[Path]:
 
 
 def solution_lines(chapter: Path, min_length: int = 24) -> list[str]:
-    """Distinctive lines of every gated solution: lines of its code cells and plain prose lines,
-    long enough to be unmistakable and found nowhere outside the solutions of the chapters."""
+    """Lines of every gated solution of ``chapter``: the lines of its code cells and its plain
+    prose lines (no markup) at least ``min_length`` characters long. Whether a line is
+    distinctive (found nowhere else) is for the caller to decide: see ``text_outside_solutions``."""
     inside: list[str] = []
-    outside: set[str] = set()
-    for path in chapters():
+    in_solution = False
+    for cell in nbformat.read(chapter, as_version=4).cells:
+        for line in cell.source.splitlines():
+            gate = GATE.match(line) if cell.cell_type == "markdown" else None
+            if gate:
+                in_solution = gate[2] == "solution-start"
+                continue
+            plain = cell.cell_type == "code" or not re.search(r"[`$*{}\[\]_\\|<>]", line)
+            if in_solution and plain and len(normalise(line)) >= min_length:
+                inside.append(normalise(line))
+    return list(dict.fromkeys(inside))
+
+
+def text_outside_solutions() -> str:
+    """The sources of every document with the gated solutions left out (markdown, code and the
+    text outputs of the cells outside them), normalised."""
+    parts: list[str] = []
+    for doc in toc_documents():
+        path = source_path(doc)
+        if path.suffix == ".md":
+            parts.append(path.read_text(encoding="utf-8"))
+            continue
         in_solution = False
         for cell in nbformat.read(path, as_version=4).cells:
             for line in cell.source.splitlines():
                 gate = GATE.match(line) if cell.cell_type == "markdown" else None
                 if gate:
                     in_solution = gate[2] == "solution-start"
-                    continue
-                text = normalise(line)
-                if in_solution and path == chapter:
-                    plain = cell.cell_type == "code" or not re.search(r"[`$*{}\[\]_\\|<>]", line)
-                    if plain and len(text) >= min_length:
-                        inside.append(text)
                 elif not in_solution:
-                    outside.add(text)
-    return [line for line in dict.fromkeys(inside) if line not in outside]
+                    parts.append(line)
+            if not in_solution:
+                parts += [str(output.get("text", "")) for output in cell.get("outputs", [])]
+    return normalise("\n".join(parts))
 
 
 def normalise(text: str) -> str:
@@ -153,27 +170,37 @@ def normalise(text: str) -> str:
 class _Text(HTMLParser):
     SKIP = {"script", "style"}
 
-    def __init__(self) -> None:
+    def __init__(self, skip_class: str | None) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.skipping = 0
+        self.skip_class = skip_class
+        self.open_divs: list[bool] = []  # per open <div>: does it start a skipped block?
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in self.SKIP:
             self.skipping += 1
+        elif tag == "div":
+            classes = (dict(attrs).get("class") or "").split()
+            skipped = self.skip_class is not None and self.skip_class in classes
+            self.open_divs.append(skipped)
+            self.skipping += skipped
 
     def handle_endtag(self, tag: str) -> None:
         if tag in self.SKIP and self.skipping:
             self.skipping -= 1
+        elif tag == "div" and self.open_divs:
+            self.skipping -= self.open_divs.pop()
 
     def handle_data(self, data: str) -> None:
         if not self.skipping:
             self.parts.append(data)
 
 
-def html_text(path: Path) -> str:
-    """The visible text of an HTML file (scripts and styles left out), normalised."""
-    parser = _Text()
+def html_text(path: Path, leave_out: str | None = None) -> str:
+    """The visible text of an HTML file (scripts and styles left out, and every
+    ``<div class="{leave_out}">``, e.g. ``solution``), normalised."""
+    parser = _Text(leave_out)
     parser.feed(path.read_text(encoding="utf-8"))
     return normalise(html.unescape("".join(parser.parts)))
 

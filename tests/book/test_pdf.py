@@ -8,6 +8,7 @@ checks follow the chapters as they change. Run with ``make editions-test``, whic
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from book_sources import (
     GENERATED,
     ROOT,
@@ -29,7 +31,6 @@ from book_sources import (
 
 pypdf = pytest.importorskip("pypdf")
 
-pytestmark = pytest.mark.editions
 
 FULL = ROOT / "_build" / "pdf" / "book.pdf"
 STUDENT = ROOT / "_build" / "student" / "pdf" / "book.pdf"
@@ -38,6 +39,7 @@ SINGLE_PAGE = {
     "full": ROOT / "_build" / "singlehtml",
     "student": ROOT / "_build" / "student" / "singlehtml",
 }
+STUDENT_TOOL = ROOT / "tools" / "student_edition.py"
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # Pages per document of _toc.yml: about 17 now (A4, 10 pt); a PDF far outside this band has lost
 # pages (an empty print) or gained blank ones (a broken page break).
@@ -49,7 +51,7 @@ OUTLINE_PREFIX = 16
 
 
 @pytest.fixture(scope="module", params=sorted(EDITIONS))
-def edition(request) -> tuple[str, Path]:
+def edition(request) -> tuple[str, Path]:  # every test that reads a PDF uses it
     pdf = EDITIONS[request.param]
     for tool in ("pdftotext", "pdffonts"):
         if shutil.which(tool) is None:
@@ -66,6 +68,7 @@ def _printed_titles(name: str) -> list:
     return found
 
 
+@pytest.mark.editions
 def test_page_count_in_range(edition) -> None:
     name, pdf = edition
     pages = len(pypdf.PdfReader(pdf).pages)
@@ -75,6 +78,7 @@ def test_page_count_in_range(edition) -> None:
         assert pages < len(pypdf.PdfReader(FULL).pages), "the student edition is not shorter"
 
 
+@pytest.mark.editions
 def test_every_title_and_exercise_title_printed_in_order(edition) -> None:
     name, pdf = edition
     # Compared without spaces: a change of font (code in a title) can add or drop one.
@@ -90,6 +94,7 @@ def test_every_title_and_exercise_title_printed_in_order(edition) -> None:
     assert not missing, f"{name}: missing or out of order:\n" + "\n".join(missing)
 
 
+@pytest.mark.editions
 def test_korean_font_embedded_and_hangul_extractable(edition) -> None:
     name, pdf = edition
     fonts = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, check=True)
@@ -118,6 +123,7 @@ def _chart_titles(site: Path) -> list[str]:
     return found
 
 
+@pytest.mark.editions
 def test_every_chart_printed_as_vector_paths(edition) -> None:
     name, pdf = edition
     reader = pypdf.PdfReader(pdf)
@@ -136,6 +142,7 @@ def test_every_chart_printed_as_vector_paths(edition) -> None:
     assert not blank, f"{name}: charts not drawn:\n" + "\n".join(blank)
 
 
+@pytest.mark.editions
 def test_no_text_outside_the_page(edition) -> None:
     """Code wraps, tables and equations fit: no word beyond the page box (pdftotext -bbox)."""
     name, pdf = edition
@@ -159,6 +166,7 @@ def test_no_text_outside_the_page(edition) -> None:
     assert not outside, f"{name}: text beyond the page box:\n" + "\n".join(outside[:40])
 
 
+@pytest.mark.editions
 def test_internal_links_resolve_to_pages(edition) -> None:
     name, pdf = edition
     reader = pypdf.PdfReader(pdf)
@@ -193,6 +201,7 @@ def test_internal_links_resolve_to_pages(edition) -> None:
     assert not broken, f"{name}:\n" + "\n".join(broken[:40])
 
 
+@pytest.mark.editions
 def test_outline_has_every_chapter_and_section(edition) -> None:
     name, pdf = edition
     reader = pypdf.PdfReader(pdf)
@@ -214,3 +223,18 @@ def test_outline_has_every_chapter_and_section(edition) -> None:
         if re.sub(r"\s", "", fragment)[:OUTLINE_PREFIX] not in outline
     ]
     assert not missing, f"{name}: not in the PDF outline: {missing}"
+
+
+@pytest.mark.parametrize("pdf_name", ["book.pdf", "book-student.pdf"])
+def test_published_pdf_is_the_one_the_html_links_to(pdf_name: str) -> None:
+    """The footer of the HTML (the full edition's in _config.yml, the student edition's written by
+    tools/student_edition.py) names the file the Pages workflow publishes."""
+    spec = importlib.util.spec_from_file_location("student_edition", STUDENT_TOOL)
+    student_edition = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(student_edition)
+    PDF, STUDENT_PDF = student_edition.PDF, student_edition.STUDENT_PDF
+    assert {PDF, STUDENT_PDF} == {"book.pdf", "book-student.pdf"}
+    footer = yaml.safe_load((ROOT / "_config.yml").read_text("utf-8"))["html"]["extra_footer"]
+    assert re.search(rf'href="https://[^"]+/{re.escape(PDF)}"', footer), footer
+    workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text("utf-8")
+    assert f"_build/html/{pdf_name}" in workflow

@@ -23,6 +23,7 @@ VEGA := book/_static/vega/vega-embed.min.js
 
 .DEFAULT_GOAL := help
 .PHONY: help book test lint unit nbval nbval-generic binder-test html-test execute bench clean
+.PHONY: pdf student editions-test
 
 ## help: list the commands with what each does (this text).
 help:
@@ -68,8 +69,8 @@ book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 	touch $(BUILT_STAMP)
 
 ## test: lint, library tests, every chapter re-executed by nbval and in the Binder environment,
-## strict build, browser test of every page.
-test: lint unit nbval nbval-generic binder-test book html-test
+## strict build, browser test of every page, the PDF and student editions.
+test: lint unit nbval nbval-generic binder-test book html-test editions-test
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)
@@ -79,7 +80,7 @@ lint: $(STAMP)
 
 ## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser.
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels"
+	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels and not editions"
 
 ## nbval: every chapter re-executed and its stored outputs compared.
 nbval: $(STAMP)
@@ -100,6 +101,37 @@ binder-test: $(STAMP)
 ## html-test: every page of the built book in headless Chromium, offline (builds it first).
 html-test: $(STAMP) book
 	$(BIN)/python -m pytest tests -m html
+
+# The PDF is the single-page HTML printed by Chromium (tools/print_pdf.py); the single-page build
+# shares the HTML build's saved doctrees and execution cache, so it executes nothing new.
+## pdf: the whole book as one PDF, _build/pdf/book.pdf (title page, contents, outline, page
+## numbers; solutions open, figures at their starting settings).
+pdf: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
+	$(BIN)/jupyter-book build . $(BOOK_FLAGS) --builder singlehtml
+	$(BIN)/python tools/print_pdf.py _build/singlehtml _build/pdf/book.pdf
+
+# The student edition is built from a generated source tree (tools/student_edition.py): the
+# chapters with their solutions removed, and the book's configuration with the edition's title and
+# repository branch. Its notebooks keep the chapters' outputs, so the build executes nothing.
+STUDENT := _build/student
+STUDENT_SPHINX = $(BIN)/sphinx-build $(BOOK_FLAGS) -q -d $(STUDENT)/.doctrees $(STUDENT)/src
+## student: the student edition, every exercise and no solution: _build/student/html,
+## _build/student/pdf/book.pdf and the notebooks in _build/student/notebooks.
+student: $(STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
+	$(BIN)/python tools/student_edition.py $(STUDENT)/src
+	$(BIN)/jupyter-book config sphinx $(STUDENT)/src
+	$(STUDENT_SPHINX) -b html $(STUDENT)/html
+	$(STUDENT_SPHINX) -b singlehtml $(STUDENT)/singlehtml
+	$(BIN)/python tools/print_pdf.py $(STUDENT)/singlehtml $(STUDENT)/pdf/book.pdf \
+		--edition "The student edition: every exercise, no solutions"
+	rm -rf $(STUDENT)/notebooks
+	mkdir -p $(STUDENT)/notebooks
+	cp $(STUDENT)/src/book/*.ipynb $(STUDENT)/notebooks/
+
+## editions-test: the PDF and the student edition (builds both first): titles, fonts, figures,
+## links; no solution anywhere in the student edition, and its notebooks run.
+editions-test: $(STAMP) pdf student
+	$(BIN)/python -m pytest tests -m editions
 
 ## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
 execute: $(STAMP)

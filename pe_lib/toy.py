@@ -15,6 +15,7 @@ scores (``"alibi"``). A new registry entry is a new choice here, with no change 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, overload
 
 import torch
@@ -149,20 +150,9 @@ class ShiftedCopyModel(nn.Module):
         # Parameters are created (and drawn from the global RNG) in this order: embedding,
         # encoding, attention, MLP, read-out. Encodings without parameters draw nothing.
         self.embedding = nn.Embedding(self.vocab_size, self.d_model)
-        spec = ENCODINGS.get(self.position)
-        try:
-            additive = spec.additive if spec is not None else None
-            self.encoding = (
-                nn.Identity() if additive is None else additive(self.d_model, self.max_len, 0.0)
-            )
-            rotation = spec.rotation if spec is not None else None
-            self.rotation = None if rotation is None else rotation(self.head_dim)
-        except ValueError as error:
-            raise ValueError(
-                f"position={position!r} cannot be built with d_model={d_model}, "
-                f"num_heads={num_heads} (head_dim={self.head_dim}), max_len={max_len}: {error}"
-            ) from error
-        self.score_bias = spec.score_bias if spec is not None else None
+        self.encoding, self.rotation, self.score_bias = _position_modules(
+            self.position, self.d_model, self.num_heads, self.max_len
+        )
         self.norm_attention = nn.LayerNorm(self.d_model)
         self.qkv = nn.Linear(self.d_model, 3 * self.d_model)
         self.attention_out = nn.Linear(self.d_model, self.d_model)
@@ -181,23 +171,9 @@ class ShiftedCopyModel(nn.Module):
 
     def _attention(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x``: ``(batch, L, d_model)`` -> output ``(batch, L, d_model)``, weights ``(batch, heads, L, L)``."""
-        batch, seq_len, _ = x.shape
-        q, k, v = (
-            t.view(batch, seq_len, self.num_heads, self.head_dim).transpose(1, 2)
-            for t in self.qkv(x).chunk(3, dim=-1)
-        )  # each (batch, heads, seq_len, head_dim)
-        if self.rotation is not None:
-            q, k = self.rotation(q, k)
-        bias = (
-            None
-            if self.score_bias is None
-            else self.score_bias(self.num_heads, seq_len, seq_len, dtype=q.dtype, device=q.device)
-        )  # (heads, L, L)
-        causal = torch.ones(seq_len, seq_len, dtype=torch.bool, device=x.device).tril()
-        mixed, weights = scaled_dot_product_attention(q, k, v, mask=causal, bias=bias)
-        mixed = mixed.transpose(1, 2).reshape(batch, seq_len, self.d_model)
-        out: torch.Tensor = self.attention_out(mixed)
-        return out, weights
+        return _causal_attention(
+            x, self.qkv, self.attention_out, self.num_heads, self.rotation, self.score_bias
+        )
 
     @overload
     def forward(
@@ -219,29 +195,11 @@ class ShiftedCopyModel(nn.Module):
             return_weights: also return the attention weights,
                 ``(batch, num_heads, seq_len, seq_len)``.
         """
-        if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.int64 or tokens.dim() != 2:
-            raise TypeError(
-                "tokens must be an int64 tensor of shape (batch, seq_len), got "
-                + (
-                    f"{tokens.dtype} {tuple(tokens.shape)}"
-                    if isinstance(tokens, torch.Tensor)
-                    else type(tokens).__name__
-                )
-            )
-        if tokens.numel() == 0:
-            raise ValueError(
-                f"tokens must hold at least one token per sequence, got shape {tuple(tokens.shape)}"
-            )
+        _check_tokens(tokens, self.vocab_size)
         if not isinstance(return_weights, bool):
             raise TypeError(
                 f"return_weights must be a bool, got {return_weights!r} of type "
                 f"{type(return_weights).__name__}"
-            )
-        lowest, highest = int(tokens.min()), int(tokens.max())
-        if lowest < 0 or highest >= self.vocab_size:
-            raise ValueError(
-                f"tokens must be ids in [0, vocab_size={self.vocab_size}), got values from "
-                f"{lowest} to {highest}"
             )
         x = self.encoding(self.embedding(tokens))
         mixed, weights = self._attention(self.norm_attention(x))
@@ -284,21 +242,13 @@ def train(
     steps = check_positive_int("steps", steps)
     lr = check_real("lr", lr, above=0.0)
     generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    losses: list[float] = []
-    for _ in range(steps):
-        tokens, targets = shifted_copy_batch(
+
+    def next_batch() -> tuple[torch.Tensor, torch.Tensor]:
+        return shifted_copy_batch(
             batch_size, seq_len, vocab_size=model.vocab_size, lag=lag, generator=generator
         )
-        logits = model(tokens)
-        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        optimizer.step()
-        losses.append(float(loss.item()))
-    model.eval()
-    return losses
+
+    return _fit(model, next_batch, steps, lr)
 
 
 @torch.no_grad()
@@ -331,3 +281,109 @@ def evaluate(
     model.train(was_training)
     answered = targets != IGNORE_INDEX
     return float((predictions[answered] == targets[answered]).double().mean().item())
+
+
+# --- the model core, shared with pe_lib.lm ------------------------------------------------------
+
+
+def _position_modules(
+    position: str, d_model: int, num_heads: int, max_len: int
+) -> tuple[nn.Module, nn.Module | None, ScoreBias | None]:
+    """The encoding's three parts, from :data:`ENCODINGS` (``"none"``: none of them).
+
+    Returns ``(additive module or nn.Identity, rotation module or None, score bias or None)``;
+    a ``ValueError`` names the sizes the encoding cannot be built with.
+    """
+    head_dim = d_model // num_heads
+    spec = ENCODINGS.get(position)
+    try:
+        additive = spec.additive if spec is not None else None
+        encoding = nn.Identity() if additive is None else additive(d_model, max_len, 0.0)
+        rotation = spec.rotation if spec is not None else None
+        rotary = None if rotation is None else rotation(head_dim)
+    except ValueError as error:
+        raise ValueError(
+            f"position={position!r} cannot be built with d_model={d_model}, "
+            f"num_heads={num_heads} (head_dim={head_dim}), max_len={max_len}: {error}"
+        ) from error
+    return encoding, rotary, spec.score_bias if spec is not None else None
+
+
+def _causal_attention(
+    x: torch.Tensor,
+    qkv: nn.Linear,
+    attention_out: nn.Linear,
+    num_heads: int,
+    rotation: nn.Module | None,
+    score_bias: ScoreBias | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Causal multi-head self-attention of ``x``, ``(batch, L, d_model)``.
+
+    Returns the output ``(batch, L, d_model)`` and the weights ``(batch, heads, L, L)``.
+    """
+    batch, seq_len, d_model = x.shape
+    head_dim = d_model // num_heads
+    q, k, v = (
+        t.view(batch, seq_len, num_heads, head_dim).transpose(1, 2) for t in qkv(x).chunk(3, dim=-1)
+    )  # each (batch, heads, seq_len, head_dim)
+    if rotation is not None:
+        q, k = rotation(q, k)
+    bias = (
+        None
+        if score_bias is None
+        else score_bias(num_heads, seq_len, seq_len, dtype=q.dtype, device=q.device)
+    )  # (heads, L, L)
+    causal = torch.ones(seq_len, seq_len, dtype=torch.bool, device=x.device).tril()
+    mixed, weights = scaled_dot_product_attention(q, k, v, mask=causal, bias=bias)
+    mixed = mixed.transpose(1, 2).reshape(batch, seq_len, d_model)
+    out: torch.Tensor = attention_out(mixed)
+    return out, weights
+
+
+def _check_tokens(tokens: object, vocab_size: int) -> None:
+    """``tokens`` must be int64 ids in ``[0, vocab_size)`` of shape ``(batch, seq_len >= 1)``."""
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.int64 or tokens.dim() != 2:
+        raise TypeError(
+            "tokens must be an int64 tensor of shape (batch, seq_len), got "
+            + (
+                f"{tokens.dtype} {tuple(tokens.shape)}"
+                if isinstance(tokens, torch.Tensor)
+                else type(tokens).__name__
+            )
+        )
+    if tokens.numel() == 0:
+        raise ValueError(
+            f"tokens must hold at least one token per sequence, got shape {tuple(tokens.shape)}"
+        )
+    lowest, highest = int(tokens.min()), int(tokens.max())
+    if lowest < 0 or highest >= vocab_size:
+        raise ValueError(
+            f"tokens must be ids in [0, vocab_size={vocab_size}), got values from "
+            f"{lowest} to {highest}"
+        )
+
+
+def _fit(
+    model: nn.Module,
+    next_batch: Callable[[], tuple[torch.Tensor, torch.Tensor]],
+    steps: int,
+    lr: float,
+) -> list[float]:
+    """Adam on ``steps`` batches of ``(tokens, targets)``; the model is left in eval mode.
+
+    The loss is the cross-entropy of ``model(tokens)``, ``(batch, L, vocab)``, against
+    ``targets``, ``(batch, L)``, with ``IGNORE_INDEX`` entries left out. Returns each step's loss.
+    """
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    losses: list[float] = []
+    for _ in range(steps):
+        tokens, targets = next_batch()
+        logits = model(tokens)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        optimizer.step()
+        losses.append(float(loss.item()))
+    model.eval()
+    return losses

@@ -1,0 +1,456 @@
+r"""A small character-level language model on real text: train short, test long.
+
+The corpus is an excerpt of the Python Language Reference that CPython ships for ``help()``
+(``pydoc_data/topics.py`` of CPython 3.11.7), 239,155 ASCII characters, pinned in the package
+as ``pe_lib/data/python_reference.txt`` with its licence and provenance in
+``python_reference.NOTICE.txt`` beside it (PSF License Agreement). :func:`load_corpus` reads
+it and checks its digest, :func:`corpus_splits` cuts it into training and held-out text.
+
+The model, :class:`CharTransformer`, is the toy model's core (:mod:`pe_lib.toy`: pre-norm
+residual blocks of causal multi-head attention and an MLP, the encoding taken from
+:data:`pe_lib.encodings.ENCODINGS`) with several blocks, trained to predict the next character.
+RoPE may be built with a frequency scaling of :mod:`pe_lib.rope_scaling`
+(``rope_scaling=`` a ``config.json`` entry), and :func:`with_rope_scaling` stretches a trained
+RoPE model. :func:`perplexity` scores held-out text at any length,
+
+.. math::
+
+    \mathrm{PPL} = \exp\Big(-\frac{1}{N}\sum_{t=1}^{N} \ln p(c_t \mid c_{<t})\Big),
+
+over non-overlapping windows of ``seq_len`` characters, each predicted from the start of its
+window (the nonoverlapping evaluation of Press et al., 2022). A learned table has
+no row beyond its length, so a model with one cannot be scored there: :func:`perplexity` raises
+``ValueError`` instead of inventing a number.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ._validation import (
+    check_choice,
+    check_nonnegative_int,
+    check_positive_int,
+    check_real,
+)
+from .encodings import ENCODINGS, ScoreBias
+from .modules import LearnedPositionalEncoding
+from .rope import RotaryEmbedding
+from .rope_scaling import ScalingConfig
+from .toy import _causal_attention, _check_tokens, _fit, _position_modules
+
+__all__ = [
+    "CORPUS_FILE",
+    "CORPUS_SHA256",
+    "HELD_OUT_CHARS",
+    "POSITION_KINDS",
+    "CharTransformer",
+    "CharVocabulary",
+    "corpus_splits",
+    "load_corpus",
+    "perplexity",
+    "train_lm",
+    "with_rope_scaling",
+]
+
+#: The corpus file inside the package (``pe_lib/data/``), its notice beside it.
+CORPUS_FILE = "python_reference.txt"
+
+#: SHA-256 of the corpus file's bytes: every machine trains on the same characters.
+CORPUS_SHA256 = "0eccfc6230e5e19e8f4975161c562ba04dd069184193ce5976ed47328532a158"
+
+#: The last characters of the corpus, kept out of training by :func:`corpus_splits`.
+HELD_OUT_CHARS = 40_000
+
+#: How :class:`CharTransformer` tells positions apart: ``"none"`` or an entry of ENCODINGS.
+POSITION_KINDS: tuple[str, ...] = ("none", *ENCODINGS)
+
+
+def load_corpus() -> str:
+    """The corpus as a string, after checking its SHA-256 against :data:`CORPUS_SHA256`.
+
+    Raises:
+        ValueError: the file's bytes differ from the pinned ones (say which digest it has).
+    """
+    data = resources.files("pe_lib").joinpath("data").joinpath(CORPUS_FILE).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != CORPUS_SHA256:
+        raise ValueError(
+            f"pe_lib/data/{CORPUS_FILE} has SHA-256 {digest}, not the pinned {CORPUS_SHA256}: "
+            "reinstall pe_lib to restore the corpus"
+        )
+    return data.decode("ascii")
+
+
+class CharVocabulary:
+    """The characters of a text, each given an id by sorted order.
+
+    Args:
+        text: the text whose distinct characters form the vocabulary, non-empty.
+
+    Attributes:
+        chars: the characters, sorted; ``chars[i]`` has id ``i``.
+    """
+
+    chars: str
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if not text:
+            raise ValueError("text must hold at least one character, got ''")
+        self.chars = "".join(sorted(set(text)))
+        self._ids = {char: i for i, char in enumerate(self.chars)}
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def __repr__(self) -> str:
+        return f"CharVocabulary({len(self)} characters)"
+
+    def encode(self, text: str) -> torch.Tensor:
+        """Ids of ``text``'s characters: int64, shape ``(len(text),)``.
+
+        Raises:
+            ValueError: a character is not in the vocabulary (the first one is named).
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        unknown = next((c for c in text if c not in self._ids), None)
+        if unknown is not None:
+            raise ValueError(
+                f"text holds {unknown!r}, which is not among the vocabulary's "
+                f"{len(self)} characters"
+            )
+        return torch.tensor([self._ids[c] for c in text], dtype=torch.int64)
+
+    def decode(self, ids: torch.Tensor | Sequence[int]) -> str:
+        """The text of ``ids`` (a 1-d int tensor or a sequence of ints in ``[0, len(self))``)."""
+        values = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        bad = [i for i in values if not isinstance(i, int) or not 0 <= i < len(self)]
+        if bad:
+            raise ValueError(f"ids must be ints in [0, {len(self)}), got {bad[0]!r}")
+        return "".join(self.chars[i] for i in values)
+
+
+def corpus_splits() -> tuple[torch.Tensor, torch.Tensor, CharVocabulary]:
+    """The corpus as ids: ``(training, held_out, vocabulary)``.
+
+    ``held_out`` is the last :data:`HELD_OUT_CHARS` characters, ``training`` all before them;
+    the vocabulary holds every character of the corpus. Both are int64 of shape ``(n,)``.
+    """
+    text = load_corpus()
+    vocabulary = CharVocabulary(text)
+    ids = vocabulary.encode(text)
+    return ids[:-HELD_OUT_CHARS], ids[-HELD_OUT_CHARS:], vocabulary
+
+
+class _Block(nn.Module):
+    """One pre-norm residual block: ``x + Attention(LN(x))``, then ``x + MLP(LN(x))``."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.norm_attention = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.attention_out = nn.Linear(d_model, d_model)
+        self.norm_mlp = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
+        )
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        num_heads: int,
+        rotation: nn.Module | None,
+        score_bias: ScoreBias | None,
+    ) -> torch.Tensor:
+        mixed, _ = _causal_attention(
+            self.norm_attention(x), self.qkv, self.attention_out, num_heads, rotation, score_bias
+        )
+        x = x + mixed
+        out: torch.Tensor = x + self.mlp(self.norm_mlp(x))
+        return out
+
+
+class CharTransformer(nn.Module):
+    """A causal Transformer over characters: ``num_layers`` of the toy model's blocks.
+
+    ``x = E(tokens)`` plus the additive encoding if any, then ``num_layers`` pre-norm blocks
+    (causal multi-head attention, with the encoding's rotation of queries and keys and its
+    score bias, then an MLP), a final ``LayerNorm`` and a linear read-out to next-character
+    logits. All blocks share the encoding's rotation and bias, as in RoFormer and ALiBi.
+
+    Args:
+        position: one of :data:`POSITION_KINDS`.
+        vocab_size: number of character ids, >= 1.
+        d_model: embedding size, divisible by ``num_heads`` (``d_model // num_heads`` even
+            for ``"rope"``).
+        num_heads: attention heads, >= 1.
+        num_layers: blocks, >= 1.
+        max_len: table size of the additive encodings; for ``"learned"`` the longest
+            sequence the model accepts (:attr:`max_seq_len`).
+        rope_scaling: ``None``, or a ``config.json`` ``rope_scaling`` entry
+            (:mod:`pe_lib.rope_scaling`) for an encoding whose rotation is RoPE's.
+
+    Shapes:
+        ``tokens``: ``(batch, seq_len)`` int64 -> logits ``(batch, seq_len, vocab_size)``;
+        the logits at ``t`` depend on ``tokens[:, : t + 1]`` only.
+    """
+
+    position: str
+    vocab_size: int
+    d_model: int
+    num_heads: int
+    num_layers: int
+    max_len: int
+    rotation: nn.Module | None
+    score_bias: ScoreBias | None
+
+    def __init__(
+        self,
+        position: str,
+        *,
+        vocab_size: int,
+        d_model: int = 64,
+        num_heads: int = 4,
+        num_layers: int = 2,
+        max_len: int = 512,
+        rope_scaling: Mapping[str, Any] | ScalingConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.position = check_choice("position", position, POSITION_KINDS)
+        self.vocab_size = check_positive_int("vocab_size", vocab_size)
+        self.d_model = check_positive_int("d_model", d_model)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.num_layers = check_positive_int("num_layers", num_layers)
+        self.max_len = check_positive_int("max_len", max_len)
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model={d_model} must be divisible by num_heads, got num_heads={num_heads}"
+            )
+        # Drawn from the global RNG in this order: embedding, encoding, blocks, read-out.
+        self.embedding = nn.Embedding(self.vocab_size, self.d_model)
+        self.encoding, self.rotation, self.score_bias = _position_modules(
+            self.position, self.d_model, self.num_heads, self.max_len
+        )
+        if rope_scaling is not None:
+            self.rotation = _scaled_rotation(self.rotation, rope_scaling, self.position)
+        self.blocks = nn.ModuleList(_Block(self.d_model) for _ in range(self.num_layers))
+        self.norm_out = nn.LayerNorm(self.d_model)
+        self.read_out = nn.Linear(self.d_model, self.vocab_size)
+
+    @property
+    def max_seq_len(self) -> int | None:
+        """The longest sequence the model accepts: a learned table's length, else ``None``."""
+        if isinstance(self.encoding, LearnedPositionalEncoding):
+            return self.encoding.max_len
+        return None
+
+    def extra_repr(self) -> str:
+        """The position choice and, for RoPE, its scaling, shown in ``repr(model)``."""
+        scaling = (
+            f", rope_scaling={self.rotation.scaling.rope_type!r}"
+            if isinstance(self.rotation, RotaryEmbedding)
+            else ""
+        )
+        return f"position={self.position!r}{scaling}"
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Next-character logits, ``(batch, seq_len, vocab_size)``, for ``tokens``.
+
+        Raises:
+            ValueError: ``seq_len`` exceeds :attr:`max_seq_len`, or an id is out of range.
+        """
+        _check_tokens(tokens, self.vocab_size)
+        _check_length(self, tokens.shape[1], "tokens.shape[1]")
+        x = self.encoding(self.embedding(tokens))
+        for block in self.blocks:
+            x = block(x, self.num_heads, self.rotation, self.score_bias)
+        logits: torch.Tensor = self.read_out(self.norm_out(x))
+        return logits
+
+
+def _scaled_rotation(
+    rotation: nn.Module | None,
+    scaling: Mapping[str, Any] | ScalingConfig,
+    position: str,
+) -> RotaryEmbedding:
+    """RoPE's rotation rebuilt with ``scaling`` (same head size, base and layout)."""
+    if not isinstance(rotation, RotaryEmbedding):
+        rope_kinds = [
+            name
+            for name, entry in ENCODINGS.items()
+            if entry.rotation is not None and isinstance(entry.rotation(2), RotaryEmbedding)
+        ]
+        raise ValueError(
+            f"rope_scaling applies to RoPE's rotation, which position={position!r} does not "
+            f"have; use position= one of {', '.join(map(repr, rope_kinds))}, or no rope_scaling"
+        )
+    return RotaryEmbedding(
+        rotation.head_dim,
+        base=rotation.base,
+        layout=rotation.layout,
+        scaling=scaling,
+        max_len=rotation.max_len,
+    )
+
+
+def with_rope_scaling(
+    model: CharTransformer, rope_scaling: Mapping[str, Any] | ScalingConfig | None
+) -> CharTransformer:
+    """A copy of a RoPE ``model`` whose rotation applies ``rope_scaling`` (``None``: plain).
+
+    The weights are copied; ``model`` itself is unchanged.
+
+    Raises:
+        TypeError: ``model`` is not a :class:`CharTransformer`.
+        ValueError: ``model`` has no RoPE rotation, or ``rope_scaling`` is invalid.
+    """
+    _check_model(model)
+    stretched = copy.deepcopy(model)
+    stretched.rotation = _scaled_rotation(
+        model.rotation, rope_scaling or {"rope_type": "default"}, model.position
+    )
+    return stretched
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, CharTransformer):
+        raise TypeError(f"model must be a CharTransformer, got {type(model).__name__}")
+
+
+def _check_ids(name: str, ids: object, vocab_size: int, shortest: int) -> torch.Tensor:
+    """``ids``: a 1-d int64 tensor of at least ``shortest`` ids in ``[0, vocab_size)``."""
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.int64 or ids.dim() != 1:
+        got = (
+            f"{ids.dtype} {tuple(ids.shape)}"
+            if isinstance(ids, torch.Tensor)
+            else type(ids).__name__
+        )
+        raise TypeError(f"{name} must be a 1-d int64 tensor of character ids, got {got}")
+    if ids.numel() < shortest:
+        raise ValueError(
+            f"{name} must hold at least {shortest} ids (one window and its next character), "
+            f"got {ids.numel()}"
+        )
+    lowest, highest = int(ids.min()), int(ids.max())
+    if lowest < 0 or highest >= vocab_size:
+        raise ValueError(
+            f"{name} must be ids in [0, vocab_size={vocab_size}), got values from {lowest} "
+            f"to {highest}"
+        )
+    return ids
+
+
+def _check_length(model: CharTransformer, seq_len: int, name: str) -> None:
+    longest = model.max_seq_len
+    if longest is not None and seq_len > longest:
+        raise ValueError(
+            f"{name}={seq_len} is longer than the {longest} positions of the "
+            f"{model.position!r} table: a learned table has no row beyond its length, so "
+            f"the model cannot be run (or scored) at {seq_len}; use {name} <= {longest}"
+        )
+
+
+def train_lm(
+    model: CharTransformer,
+    ids: torch.Tensor,
+    *,
+    steps: int = 300,
+    seq_len: int = 64,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    seed: int = 0,
+) -> list[float]:
+    """Trains ``model`` in place with Adam to predict each next character; returns the losses.
+
+    Each step draws ``batch_size`` windows of ``seq_len + 1`` characters at random starts in
+    ``ids`` (from a generator seeded with ``seed``); the model reads the first ``seq_len`` and
+    is scored on the following character at every position.
+
+    Args:
+        model: the model (left in eval mode afterwards).
+        ids: training text as ids, int64 ``(n,)``, ``n > seq_len``.
+        steps: optimizer steps, >= 1.
+        seq_len: training context, >= 1 (at most :attr:`CharTransformer.max_seq_len`).
+        batch_size: windows per step, >= 1.
+        lr: Adam's learning rate, a finite float > 0.
+        seed: seed of the windows' generator, an int in ``[0, 2**53 - 1]``.
+
+    Returns:
+        the mean cross-entropy (nats per character) of each step, ``steps`` floats.
+    """
+    _check_model(model)
+    steps = check_positive_int("steps", steps)
+    seq_len = check_positive_int("seq_len", seq_len)
+    batch_size = check_positive_int("batch_size", batch_size)
+    lr = check_real("lr", lr, above=0.0)
+    ids = _check_ids("ids", ids, model.vocab_size, seq_len + 1)
+    _check_length(model, seq_len, "seq_len")
+    generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
+    offsets = torch.arange(seq_len + 1)
+
+    def next_batch() -> tuple[torch.Tensor, torch.Tensor]:
+        starts = torch.randint(ids.numel() - seq_len, (batch_size, 1), generator=generator)
+        windows = ids[starts + offsets]  # (batch, seq_len + 1)
+        return windows[:, :-1], windows[:, 1:]
+
+    return _fit(model, next_batch, steps, lr)
+
+
+#: Attention-score elements per evaluation batch (batch * seq_len**2), to bound memory.
+_EVAL_SCORES = 1 << 21
+
+
+@torch.no_grad()
+def perplexity(model: CharTransformer, ids: torch.Tensor, seq_len: int) -> float:
+    """Perplexity of ``model`` on ``ids`` read in non-overlapping windows of ``seq_len``.
+
+    The text is cut into ``(len(ids) - 1) // seq_len`` windows of ``seq_len`` characters (the
+    rest is left out); in each, every character is predicted from those before it in its
+    window, and the next character after the window is the last target. The result is
+    ``exp`` of the mean negative log-likelihood over all ``windows * seq_len`` predictions.
+    To compare lengths on the same characters, pass ``ids`` of ``k * seq_len + 1`` ids for
+    every length.
+
+    Args:
+        model: the model (its training mode is restored afterwards).
+        ids: held-out text as ids, int64 ``(n,)`` with ``n > seq_len``.
+        seq_len: the window, >= 1.
+
+    Raises:
+        ValueError: ``seq_len`` exceeds the model's :attr:`~CharTransformer.max_seq_len`
+            (a learned table has no row there), or ``ids`` is shorter than one window.
+    """
+    _check_model(model)
+    seq_len = check_positive_int("seq_len", seq_len)
+    _check_length(model, seq_len, "seq_len")
+    ids = _check_ids("ids", ids, model.vocab_size, seq_len + 1)
+    windows = (ids.numel() - 1) // seq_len
+    inputs = ids[: windows * seq_len].view(windows, seq_len)
+    targets = ids[1 : windows * seq_len + 1].view(windows, seq_len)
+    per_batch = max(1, _EVAL_SCORES // (seq_len * seq_len))
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    for start in range(0, windows, per_batch):
+        logits = model(inputs[start : start + per_batch])
+        total += float(
+            F.cross_entropy(
+                logits.flatten(0, 1).double(),
+                targets[start : start + per_batch].flatten(),
+                reduction="sum",
+            )
+        )
+    model.train(was_training)
+    return math.exp(total / (windows * seq_len))

@@ -26,7 +26,7 @@ with ``mistake.fail(...)``, call student code through ``call_student``.
 
 from __future__ import annotations
 
-from ._core import Catalogue, Checker, CheckFailed, Mistake, Note
+from ._core import Catalogue, CheckFailed, Mistake, Note
 from .alibi import check_alibi_bias, check_alibi_slopes
 from .module import check_positional_encoding_module
 from .rope import check_rope
@@ -36,7 +36,6 @@ from .table import check_sinusoidal_table
 __all__ = [
     "Catalogue",
     "CheckFailed",
-    "Checker",
     "Mistake",
     "Note",
     "check_alibi_bias",

@@ -21,7 +21,7 @@ import math
 import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import ParamSpec, Protocol, TypeVar, cast
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -34,14 +34,12 @@ __all__ = [
     "EPS32",
     "EPS64",
     "EPS_BF16",
+    "F",
     "Catalogue",
     "CheckFailed",
-    "Checker",
     "Mistake",
     "Note",
     "NotAnArray",
-    "P",
-    "R_co",
     "T",
     "Tolerance",
     "angle_ulps",
@@ -55,10 +53,8 @@ __all__ = [
 
 #: The type a student's function returns, passed through by :func:`call_student`.
 T = TypeVar("T")
-#: The parameters of a checker, kept by :meth:`Catalogue.checker`.
-P = ParamSpec("P")
-#: What a checker returns (``None``, or the notes of a strict check).
-R_co = TypeVar("R_co", covariant=True)
+#: A checker function, returned unchanged by :meth:`pe_lib.checks.Catalogue.attach`.
+F = TypeVar("F", bound=Callable[..., object])
 
 EPS64 = float(torch.finfo(torch.float64).eps)
 EPS32 = float(torch.finfo(torch.float32).eps)
@@ -169,20 +165,11 @@ class Catalogue:
     def __contains__(self, code: object) -> bool:
         return code in self.codes
 
-    def attach(self, function: Callable[P, R_co]) -> Checker[P, R_co]:
-        """Decorator: ``function`` becomes a :class:`Checker` whose ``.mistakes`` are
-        :attr:`codes`."""
+    def attach(self, function: F) -> F:
+        """Decorator: gives ``function`` the attribute ``.mistakes``, the tuple :attr:`codes`
+        (the codes it recognises, in the order it looks for them)."""
         function.mistakes = self.codes  # type: ignore[attr-defined]
-        return cast("Checker[P, R_co]", function)
-
-
-class Checker(Protocol[P, R_co]):
-    """A homework checker: call it on your work; ``.mistakes`` lists what it recognises."""
-
-    #: The codes of the mistakes it recognises, in the order it looks for them.
-    mistakes: tuple[str, ...]
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+        return function
 
 
 def call_student(mistake: Mistake, call: str, function: Callable[..., T], *args: object) -> T:

@@ -385,7 +385,7 @@ def check_rope(
         )
     head_dim = check_head_dim(head_dim)
     config = resolve_scaling(scaling, base)
-    layout = check_layout(layout, ("interleaved", "half"))
+    layout = check_layout(layout)
     convention = check_choice("convention", convention, tuple(CONVENTIONS))
     checked_dtypes = _check_dtypes(dtypes)
     probes = _probes(max_len)

@@ -100,6 +100,13 @@ def use_book_figures() -> None:
         return
     from IPython.core.pylabtools import retina_figure
 
+    # Activate the inline backend now: activating it later (at the first figure) would reset
+    # the figure formatters and drop the one registered below.
+    try:
+        shell.run_line_magic("matplotlib", "inline")
+    except NotImplementedError:  # a terminal shell without a GUI loop: no inline backend
+        pass
+
     def book_png(fig: Figure) -> object:
         width, height = fig.get_size_inches()
         if width > 0 and abs(width - FIGURE_WIDTH_IN) > 1e-6:

@@ -44,8 +44,8 @@ __all__ = [
 ]
 
 #: The releases of Vega, Vega-Lite and vega-embed that draw the charts, each with the
-#: ``dist.integrity`` digest of its tarball in the npm registry. The one place they are named:
-#: ``tools/fetch_vega.py`` reads this literal to fetch them into the book's ``_static`` folder,
+#: ``dist.integrity`` digest of its tarball in the npm registry. This is the one place they are
+#: named. ``tools/fetch_vega.py`` reads this literal to fetch them into the book's ``_static`` folder,
 #: and frontends without the book's bundle (Colab, Jupyter Notebook) load the same releases
 #: from jsDelivr. Keep ``vega-lite`` at the schema version of the pinned ``altair``.
 VEGA_RELEASES = {

@@ -33,14 +33,14 @@ __all__ = [
     "use_book_figures",
 ]
 
-#: Every figure of the book is drawn this wide (inches, at 100 dpi: 640 CSS px), whatever size
-#: the code asked for (the height follows its aspect ratio): the text column at 1280 px shows it
-#: at about 1:1, so text has one size across figures.
+#: The width of every figure of the book in inches (640 CSS px at 100 dpi), whatever size
+#: the code asked for; the height follows the aspect asked for. The text column at 1280 px
+#: shows it at about 1 to 1, so text has one size across figures.
 FIGURE_WIDTH_IN = 6.4
 
-#: The book's house style for matplotlib figures (README, Contributing: Figures): text sizes
-#: for the figure width above, legible at 400 px; lines in the Okabe-Ito colours of
-#: :mod:`pe_lib.style`; PNG output at twice the displayed resolution.
+#: The book's house style for matplotlib figures (README, section Contributing, Figures), as
+#: rcParams. Text sizes suit the figure width above and stay legible at 400 px; lines take
+#: the Okabe-Ito colours of :mod:`pe_lib.style`; PNG output has twice the displayed resolution.
 BOOK_RC: dict[str, Any] = {
     "figure.dpi": 100,
     "figure.figsize": (FIGURE_WIDTH_IN, 3.6),
@@ -99,6 +99,13 @@ def use_book_figures() -> None:
     if shell is None:
         return
     from IPython.core.pylabtools import retina_figure
+
+    # Activate the inline backend now: activating it later (at the first figure) would reset
+    # the figure formatters and drop the one registered below.
+    try:
+        shell.run_line_magic("matplotlib", "inline")
+    except NotImplementedError:  # a terminal shell without a GUI loop: no inline backend
+        pass
 
     def book_png(fig: Figure) -> object:
         width, height = fig.get_size_inches()

@@ -952,18 +952,18 @@ def test_sidebar_toggle_collapses_on_a_desktop_and_search_is_offered_once(visit)
     page = visit(SAMPLE_CHAPTER, viewport={"width": WIDE_WIDTH, "height": 900}).page
     page.wait_for_load_state("networkidle")
     assert _visible(page, "#pst-primary-sidebar"), "the chapter list is not shown at 1280 px"
-    article_before = page.evaluate("() => document.querySelector('article').clientWidth")
-    _visible_toggle(page, "primary").click()
-    page.wait_for_timeout(600)
-    assert not _visible(page, "#pst-primary-sidebar"), "the toggle did not collapse the sidebar"
-    article_after = page.evaluate("() => document.querySelector('article').clientWidth")
-    assert article_after > article_before, "the text did not take the freed space"
     searches = page.evaluate(
         f"""() => Array.from(document.querySelectorAll(
             'form.bd-search, .search-button-field, button.search-button, input[type=search]'))
             .filter({VISIBLE}).length"""
     )
     assert searches == 1, f"{searches} visible search boxes or buttons, expected one"
+    article_before = page.evaluate("() => document.querySelector('article').clientWidth")
+    _visible_toggle(page, "primary").click()
+    page.wait_for_timeout(600)
+    assert not _visible(page, "#pst-primary-sidebar"), "the toggle did not collapse the sidebar"
+    article_after = page.evaluate("() => document.querySelector('article').clientWidth")
+    assert article_after > article_before, "the text did not take the freed space"
 
 
 TEXT_CONTROLS = "div.pe-chart .vega-bindings input[type=text]"

@@ -65,7 +65,8 @@ __all__ = [
 #: The corpus file inside the package (``pe_lib/data/``), its notice beside it.
 CORPUS_FILE = "python_reference.txt"
 
-#: SHA-256 of the corpus file's bytes: every machine trains on the same characters.
+#: The SHA-256 digest of the corpus file's bytes, so that every machine trains on the same
+#: characters.
 CORPUS_SHA256 = "0eccfc6230e5e19e8f4975161c562ba04dd069184193ce5976ed47328532a158"
 
 #: The last characters of the corpus, kept out of training by :func:`corpus_splits`.
@@ -251,7 +252,7 @@ class CharTransformer(nn.Module):
 
     @property
     def max_seq_len(self) -> int | None:
-        """The longest sequence the model accepts: a learned table's length, else ``None``."""
+        """The longest sequence the model accepts (a learned table's length), or ``None``."""
         if isinstance(self.encoding, LearnedPositionalEncoding):
             return self.encoding.max_len
         return None

@@ -1,4 +1,4 @@
-r"""Rotary position embedding (RoPE) of Su et al. (2021), RoFormer, section 3.4.
+r"""Rotary position embedding (RoPE) of Su et al. (2021), RoFormer, section 3.2.
 
 Each query or key vector :math:`x \in \mathbb{R}^{d}` (``d = head_dim``, even) is split into
 ``d/2`` channel pairs, and pair ``i`` at position ``m`` is rotated by the angle
@@ -21,9 +21,16 @@ Two channel layouts pair the coordinates differently (the rotation is the same u
 permutation of channels):
 
 * ``"interleaved"``: pair ``i`` is channels ``(2i, 2i+1)``, as in RoFormer and Meta's Llama
-  code (Touvron et al., 2023);
-* ``"half"``: pair ``i`` is channels ``(i, i + d/2)``, the ``rotate_half`` convention of
-  GPT-NeoX (Black et al., 2022) and Hugging Face Transformers.
+  code (``apply_rotary_emb`` in ``llama/model.py`` of github.com/meta-llama/llama);
+* ``"half"``: pair ``i`` is channels ``(i, i + d/2)``, the ``rotate_half`` convention of the
+  GPT-NeoX library (``megatron/model/positional_embeddings.py`` of
+  github.com/EleutherAI/gpt-neox) and Hugging Face Transformers.
+
+Partial rotation: when the frequencies cover ``n < d/2`` pairs (a scaling that gives fewer,
+as ``partial_rotary_factor`` does in GPT-NeoX, Phi and Gemma 4), the first ``2n`` channels are
+rotated, paired within them in the chosen layout, and the others pass unchanged, as
+Transformers' ``modeling_gpt_neox.py`` (``rotary_ndims``) and ``modeling_gptj.py``
+(``rotary_dim``, interleaved) do.
 
 Context extension: every function takes ``scaling``, a ``config.json`` ``rope_scaling`` mapping
 (position interpolation, NTK, dynamic NTK, YaRN, Llama 3.1), which replaces the
@@ -40,23 +47,13 @@ beyond a few hundred positions: bfloat16 keeps 8 significant bits, so between 8,
 only multiples of 64 exist. Position 10,001 becomes 9,984, and the angle of the fastest pair
 (:math:`\theta_0 = 1` radian per position) is off by 17 radians.
 
-Speed: a float32 interleaved rotation is one complex multiplication, a single pass over
-``x``. The ``"half"`` layout needs three passes (``x`` times cos over whole rows, then the two
-half-rows' products with sin), and a bfloat16 input a float32 copy and a rounding back; these
-run block by block, each block at most ``2**17`` elements of ``x`` (512 KiB in float32), so that
-a block's passes stay in a per-core cache and ``x`` is read from memory once and the result
-written once. With autograd, under ``torch.compile`` and under ``torch.jit.trace``, the plain
-differentiable formula runs instead (a compiler fuses it by itself). The trade-off chosen is
-accuracy first: angles are never formed in bfloat16, and the rotation of a bfloat16 input is
-rounded once. ``benchmarks/rope_speed.py`` measures the cost against one elementwise pass over
-``x`` (``x * 2.0``, a fresh output included) and against Hugging Face's
-``x * cos + rotate_half(x) * sin`` with cos and sin cached in ``x``'s dtype, for ``x`` of shape
-``(8, 16, 1024, 64)``, one thread. On the shared 2-core Xeon (AVX-512) this was built on:
-float32 about 1.15x the elementwise pass (interleaved) and about 1.55x (half; the target of
-1.3x is missed: beyond the pass and the fresh output, the two half-row products cost about half
-a pass, as each row of 64 channels splits into runs of 32); bfloat16 about 0.3x (interleaved)
-to 0.5x (half) the time of Hugging Face's formula, which rounds to bfloat16 after each of its
-operations and uses bfloat16 cos and sin.
+Two formulas for one rotation, each with a reason: with autograd, under ``torch.compile`` (which
+fuses it by itself) and under ``torch.jit.trace``, plain out-of-place operations
+(``_rotate_formula``); otherwise the result is written block by block into its output
+(``_rotate_into``, also the ``out=`` path), each block small enough to stay in a per-core cache,
+so ``x`` is read from memory once and the result written once. Their costs, against one
+elementwise pass over ``x`` and Hugging Face's formula, are measured by
+``benchmarks/rope_speed.py`` and recorded in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations

@@ -372,7 +372,8 @@ def check_head_dim(value: object, name: str = "head_dim") -> int:
 
 def check_positions(positions: object, name: str = "positions") -> torch.Tensor:
     """Rotation positions: an int64 (or float64, for fractional positions) tensor of shape
-    ``(..., seq_len)``, at least one dimension, entries finite, in ``[0, 2**53 - 1]``."""
+    ``(..., seq_len)``, at least one dimension, entries finite, in ``[0, 2**53 - 1]`` (the
+    entries are checked except under ``torch.compile``)."""
     if not isinstance(positions, torch.Tensor):
         raise TypeError(
             f"{name} must be an int64 torch.Tensor of positions, got {type(positions).__name__}"
@@ -386,7 +387,8 @@ def check_positions(positions: object, name: str = "positions") -> torch.Tensor:
         raise ValueError(
             f"{name} must have shape (..., seq_len) with at least one dimension, got a 0-d tensor"
         )
-    if positions.numel():
+    # Under torch.compile the values are not read: a graph cannot branch on them.
+    if positions.numel() and not torch.compiler.is_compiling():
         if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
             raise ValueError(f"{name} must be finite positions, got a NaN or infinite entry")
         low, high = positions.min().item(), positions.max().item()

@@ -1,4 +1,4 @@
-r"""Rotary position embedding (RoPE) of Su et al. (2021), RoFormer, section 3.4.
+r"""Rotary position embedding (RoPE) of Su et al. (2021), RoFormer, section 3.2.
 
 Each query or key vector :math:`x \in \mathbb{R}^{d}` (``d = head_dim``, even) is split into
 ``d/2`` channel pairs, and pair ``i`` at position ``m`` is rotated by the angle
@@ -21,9 +21,16 @@ Two channel layouts pair the coordinates differently (the rotation is the same u
 permutation of channels):
 
 * ``"interleaved"``: pair ``i`` is channels ``(2i, 2i+1)``, as in RoFormer and Meta's Llama
-  code (Touvron et al., 2023);
-* ``"half"``: pair ``i`` is channels ``(i, i + d/2)``, the ``rotate_half`` convention of
-  GPT-NeoX (Black et al., 2022) and Hugging Face Transformers.
+  code (``apply_rotary_emb`` in ``llama/model.py`` of github.com/meta-llama/llama);
+* ``"half"``: pair ``i`` is channels ``(i, i + d/2)``, the ``rotate_half`` convention of the
+  GPT-NeoX library (``megatron/model/positional_embeddings.py`` of
+  github.com/EleutherAI/gpt-neox) and Hugging Face Transformers.
+
+Partial rotation: when the frequencies cover ``n < d/2`` pairs (a scaling that gives fewer,
+as ``partial_rotary_factor`` does in GPT-NeoX, Phi and Gemma 4), the first ``2n`` channels are
+rotated, paired within them in the chosen layout, and the others pass unchanged, as
+Transformers' ``modeling_gpt_neox.py`` (``rotary_ndims``) and ``modeling_gptj.py``
+(``rotary_dim``, interleaved) do.
 
 Context extension: every function takes ``scaling``, a ``config.json`` ``rope_scaling`` mapping
 (position interpolation, NTK, dynamic NTK, YaRN, Llama 3.1), which replaces the
@@ -40,27 +47,18 @@ beyond a few hundred positions: bfloat16 keeps 8 significant bits, so between 8,
 only multiples of 64 exist. Position 10,001 becomes 9,984, and the angle of the fastest pair
 (:math:`\theta_0 = 1` radian per position) is off by 17 radians.
 
-Speed: a float32 interleaved rotation is one complex multiplication, a single pass over
-``x``. The ``"half"`` layout needs three passes (``x`` times cos over whole rows, then the two
-half-rows' products with sin), and a bfloat16 input a float32 copy and a rounding back; these
-run block by block, each block at most ``2**17`` elements of ``x`` (512 KiB in float32), so that
-a block's passes stay in a per-core cache and ``x`` is read from memory once and the result
-written once. With autograd, under ``torch.compile`` and under ``torch.jit.trace``, the plain
-differentiable formula runs instead (a compiler fuses it by itself). The trade-off chosen is
-accuracy first: angles are never formed in bfloat16, and the rotation of a bfloat16 input is
-rounded once. ``benchmarks/rope_speed.py`` measures the cost against one elementwise pass over
-``x`` (``x * 2.0``, a fresh output included) and against Hugging Face's
-``x * cos + rotate_half(x) * sin`` with cos and sin cached in ``x``'s dtype, for ``x`` of shape
-``(8, 16, 1024, 64)``, one thread. On the shared 2-core Xeon (AVX-512) this was built on:
-float32 about 1.15x the elementwise pass (interleaved) and about 1.55x (half; the target of
-1.3x is missed: beyond the pass and the fresh output, the two half-row products cost about half
-a pass, as each row of 64 channels splits into runs of 32); bfloat16 about 0.3x (interleaved)
-to 0.5x (half) the time of Hugging Face's formula, which rounds to bfloat16 after each of its
-operations and uses bfloat16 cos and sin.
+Two formulas for one rotation, each with a reason: with autograd, under ``torch.compile`` (which
+fuses it by itself) and under ``torch.jit.trace``, plain out-of-place operations
+(``_rotate_formula``); otherwise the result is written block by block into its output
+(``_rotate_into``, also the ``out=`` path), each block small enough to stay in a per-core cache,
+so ``x`` is read from memory once and the result written once. Their costs, against one
+elementwise pass over ``x`` and Hugging Face's formula, are measured by
+``benchmarks/rope_speed.py`` and recorded in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -69,10 +67,10 @@ import torch
 from torch import nn
 
 from ._precision import compute_dtype_for
-from ._tracing import is_tracing
+from ._tracing import is_tracing, static_size
 from ._tracing import quiet_while_tracing as _quiet_while_tracing
-from ._validation import LAYOUTS as ROPE_LAYOUTS
 from ._validation import (
+    LAYOUTS,
     check_head_dim,
     check_layout,
     check_nonnegative_int,
@@ -84,7 +82,7 @@ from ._validation import (
 )
 from .rope_scaling import ScalingConfig, frequencies_of, resolve_scaling, rope_frequencies
 
-__all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies"]
+__all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies", "rotate"]
 
 #: Elements of ``x`` rotated per block (512 KiB of float32) when autograd is off.
 _BLOCK_ELEMENTS = 1 << 17
@@ -99,14 +97,46 @@ def _frequencies_on(
 
 
 def _angles(positions: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """positions (..., seq_len) times theta (d/2,) -> (..., seq_len, d/2), formed in theta's dtype."""
-    with torch.autocast(device_type=positions.device.type, enabled=False):
+    """positions (..., seq_len) times theta (n,) -> (..., seq_len, n), formed in theta's dtype."""
+    with _no_autocast(positions.device):
         return positions.to(theta.dtype)[..., None] * theta
 
 
-def _dynamic_length(positions: torch.Tensor) -> int:
-    """The sequence length the positions imply: the last position + 1 (1 when there are none)."""
-    return math.floor(positions.max().item()) + 1 if positions.numel() else 1
+def _length_for(
+    config: ScalingConfig, positions: torch.Tensor, seq_len: int | None, caller: str
+) -> int | None:
+    """The sequence length a scaling whose frequencies depend on it uses (else ``None``).
+
+    Default: the last position + 1 (1 when there are none). A given ``seq_len`` must be at
+    least that. Both read the positions' values, which neither a trace nor a compiled graph
+    can follow: there, these scalings are refused (trace) or need ``seq_len`` (compile).
+    """
+    if not config.entry.needs_seq_len:
+        return None
+    pitfall = f"{config.rope_type!r} scaling's frequencies depend on the sequence length"
+    if is_tracing():
+        raise ValueError(
+            f"{caller} cannot be traced with torch.jit.trace: {pitfall}, which a trace fixes "
+            f"at the example's; use torch.compile, or call it without tracing"
+        )
+    if seq_len is not None:
+        seq_len = check_positive_int("seq_len", seq_len)
+    if torch.compiler.is_compiling():
+        if seq_len is None:
+            raise ValueError(
+                f"{caller} under torch.compile needs seq_len=: {pitfall}, and the default (the "
+                f"last position + 1) reads the positions' values, which a graph cannot"
+            )
+        return seq_len  # the positions' values cannot be read here: seq_len is trusted
+    last = math.floor(positions.max().item()) + 1 if positions.numel() else 1
+    if seq_len is None:
+        return last
+    if seq_len < last:
+        raise ValueError(
+            f"seq_len must be at least the last position + 1 = {last} ({pitfall}), got "
+            f"seq_len={seq_len}"
+        )
+    return seq_len
 
 
 def rope_angles(
@@ -128,8 +158,8 @@ def rope_angles(
         scaling: ``None`` or a ``config.json`` ``rope_scaling`` mapping: the angles use its
             :math:`\theta'_i` (:func:`rope_frequencies`; its attention factor is not an angle and
             is not applied here).
-        seq_len: the current sequence length, for ``"dynamic"`` scaling; default: the last
-            position + 1.
+        seq_len: the current sequence length, for scalings whose frequencies depend on it
+            (``"dynamic"``); at least the last position + 1, which is the default.
 
     Returns:
         tensor of shape ``(..., seq_len, head_dim // 2)`` on the device of ``positions``,
@@ -140,8 +170,7 @@ def rope_angles(
     positions = check_positions(positions)
     head_dim = check_head_dim(head_dim)
     config = resolve_scaling(scaling, base)
-    if config.entry.needs_seq_len and seq_len is None:
-        seq_len = _dynamic_length(positions)
+    seq_len = _length_for(config, positions, seq_len, "rope_angles")
     theta, _ = _frequencies_on(config, head_dim, seq_len, positions.device)
     return _angles(positions, theta)
 
@@ -161,22 +190,27 @@ def _pairs_viewable(x: torch.Tensor) -> bool:
     )
 
 
-def _rotate_differentiable(
+def _no_autocast(device: torch.device) -> contextlib.AbstractContextManager[None]:
+    """Autocast disabled on ``device`` (a no-op where autocast does not exist, e.g. ``meta``)."""
+    if torch.amp.is_autocast_available(device.type):
+        return torch.autocast(device_type=device.type, enabled=False)
+    return contextlib.nullcontext()
+
+
+def _rotate_formula(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str
 ) -> torch.Tensor:
-    """The rotation as plain differentiable operations, computed in ``cos.dtype``."""
+    """Formula 1, the rotation as plain differentiable operations, computed in ``cos.dtype``.
+
+    Runs with autograd, under ``torch.compile`` (which fuses it by itself) and
+    ``torch.jit.trace``: these need out-of-place operations. ``x``: ``(..., seq_len, 2n)``.
+    """
     x = x.to(cos.dtype)
     if layout == "half":
-        half = x.shape[-1] // 2
-        x1, x2 = x[..., :half], x[..., half:]
+        x1, x2 = x.chunk(2, dim=-1)  # (..., seq_len, n) each
         return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
-    if torch.compiler.is_compiling() or is_tracing():
-        even, odd = x[..., 0::2], x[..., 1::2]  # (..., seq_len, d/2) each
-        return torch.stack((even * cos - odd * sin, odd * cos + even * sin), dim=-1).flatten(-2)
-    # Pairs as complex numbers times e^{i angle}: the same values, and the same gradients as
-    # earlier versions of pe_lib (the chapters' trained models depend on their last bits).
-    pairs = _as_pairs(x) if _pairs_viewable(x) else _as_pairs(x).contiguous()
-    return torch.view_as_real(torch.view_as_complex(pairs) * torch.complex(cos, sin)).flatten(-2)
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., seq_len, n) each
+    return torch.stack((even * cos - odd * sin, odd * cos + even * sin), dim=-1).flatten(-2)
 
 
 def _for_each_block(
@@ -205,68 +239,176 @@ def _for_each_block(
         _for_each_block(rotate, x[i], out[i], [t[0] if t.shape[0] == 1 else t[i] for t in tables])
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
-    """Rotates ``x`` ``(..., seq_len, head_dim)`` by cos/sin ``(..., seq_len, head_dim / 2)``.
+def _rotate_into(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, out: torch.Tensor
+) -> None:
+    """Formula 2, the rotation written into ``out`` block by block, without autograd.
 
-    ``cos`` and ``sin`` are in the dtype the rotation runs in (float32, or float64 for float64
-    ``x``); their leading sizes are 1 or those of ``x``. The result has ``x``'s dtype, rounded
-    once from the rotation dtype.
+    Speed: each block (``_BLOCK_ELEMENTS``) stays in a per-core cache through its passes, so
+    ``x`` is read from memory once and ``out`` written once (``benchmarks/README.md``). Half
+    layout: ``x cos`` over whole rows, then the half-rows' products with sin added; interleaved:
+    one complex multiplication of the pairs by ``cos + i sin``. Inputs of another dtype than
+    ``cos`` are staged in ``cos.dtype`` and the result is rounded once to ``out.dtype``.
     """
-    with torch.autocast(device_type=x.device.type, enabled=False):
-        if (
-            (torch.is_grad_enabled() and x.requires_grad)
-            or torch.compiler.is_compiling()  # the compiler fuses the plain formula itself
+    lead = (1,) * (x.dim() - cos.dim())
+    cos, sin = cos.reshape(*lead, *cos.shape), sin.reshape(*lead, *sin.shape)
+    dtype = cos.dtype
+    scratch: list[torch.Tensor] = []  # two rotation-dtype buffers, reused by every block
+
+    def staged(block: torch.Tensor, index: int) -> torch.Tensor:
+        if not scratch or scratch[0].numel() < block.numel():
+            scratch[:] = [torch.empty(block.numel(), dtype=dtype, device=x.device) for _ in "xy"]
+        return scratch[index][: block.numel()].view(block.shape)
+
+    def rotate_half(xb: torch.Tensor, ob: torch.Tensor, cb: torch.Tensor, sb: torch.Tensor) -> None:
+        # cb: cos repeated for both halves (..., seq_len, 2n); sb: sin (..., seq_len, n)
+        xs = xb if xb.dtype == dtype else staged(xb, 0).copy_(xb)
+        rs = ob if ob.dtype == dtype else staged(ob, 1)
+        half = xs.shape[-1] // 2
+        x1, x2, r1, r2 = xs[..., :half], xs[..., half:], rs[..., :half], rs[..., half:]
+        torch.mul(xs, cb, out=rs)  # (x1 cos, x2 cos): one pass over whole rows
+        r1.addcmul_(x2, sb, value=-1.0)
+        r2.addcmul_(x1, sb)
+        if rs is not ob:
+            ob.copy_(rs)  # the one rounding to out's dtype
+
+    def rotate_pairs(xb: torch.Tensor, ob: torch.Tensor, zb: torch.Tensor) -> None:
+        staging = xb.dtype != dtype or not _pairs_viewable(xb)
+        xs = staged(xb, 0).copy_(xb) if staging else xb
+        rs = ob if ob.dtype == dtype and _pairs_viewable(ob) else staged(ob, 1)
+        torch.mul(
+            torch.view_as_complex(_as_pairs(xs)), zb, out=torch.view_as_complex(_as_pairs(rs))
+        )
+        if rs is not ob:
+            ob.copy_(rs)
+
+    if layout == "half":
+        _for_each_block(rotate_half, x, out, [torch.cat((cos, cos), dim=-1), sin])
+    else:
+        _for_each_block(rotate_pairs, x, out, [torch.complex(cos, sin)])
+
+
+def _check_tables(x: torch.Tensor, cos: object, sin: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin: floating tensors of one shape ``(..., seq_len, n)``, ``1 <= n <= d/2``,
+    their leading sizes (aligned from the right) 1 or those of ``x``, on ``x``'s device."""
+    for name, t in (("cos", cos), ("sin", sin)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            kind = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
+            raise TypeError(f"{name} must be a floating torch.Tensor, got {kind}")
+    assert isinstance(cos, torch.Tensor) and isinstance(sin, torch.Tensor)
+    shape, lead = tuple(cos.shape), tuple(x.shape[:-1])
+    if (
+        tuple(sin.shape) != shape
+        or not 1 <= len(shape) <= x.dim()
+        or not 1 <= shape[-1] <= x.shape[-1] // 2
+        or any(c not in (1, s) for c, s in zip(reversed(shape[:-1]), reversed(lead), strict=False))
+    ):
+        raise ValueError(
+            f"cos and sin must have one shape (..., seq_len, n) with 1 <= n <= head_dim / 2 = "
+            f"{x.shape[-1] // 2} and leading sizes 1 or those of x {tuple(x.shape)}, got cos "
+            f"{shape} and sin {tuple(sin.shape)}"
+        )
+    for name, t in (("cos", cos), ("sin", sin)):
+        if t.device != x.device:
+            raise ValueError(f"{name} must be on the device of x ({x.device}), got {t.device}")
+    return cos, sin
+
+
+def _check_out(x: torch.Tensor, out: object, name: str = "out") -> torch.Tensor:
+    """A buffer for the rotation of ``x``: its shape, dtype and device, sharing no memory with it."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(out).__name__}")
+    if (out.shape, out.dtype, out.device) != (x.shape, x.dtype, x.device):
+        raise ValueError(
+            f"{name} must have the shape, dtype and device of the input {tuple(x.shape)}, "
+            f"{x.dtype}, {x.device}; got {tuple(out.shape)}, {out.dtype}, {out.device}"
+        )
+    if out.device.type != "meta" and out.numel() and x.numel():
+        a, b = x.untyped_storage(), out.untyped_storage()
+        if a.data_ptr() == b.data_ptr():
+            raise ValueError(f"{name} must not share memory with the tensor it rotates")
+    if torch.is_grad_enabled() and (x.requires_grad or out.requires_grad):
+        raise ValueError(
+            f"{name}= does not support automatic differentiation (as PyTorch's own out= "
+            f"operations), but an input requires grad; call without {name}= to differentiate, "
+            f"or under torch.no_grad()"
+        )
+    return out
+
+
+def _rotate(
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    layout: str,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """:func:`rotate` for checked arguments, ``cos`` and ``sin`` in the rotation dtype."""
+    rotary = 2 * cos.shape[-1]
+    with _no_autocast(x.device):
+        plain = (
+            (torch.is_grad_enabled() and any(t.requires_grad for t in (x, cos, sin)))
+            or torch.compiler.is_compiling()
             or is_tracing()
-        ):
-            return _rotate_differentiable(x, cos, sin, layout).to(x.dtype)
-        if layout == "interleaved" and x.dtype == cos.dtype and _pairs_viewable(x):
-            # One complex multiplication is already a single pass: nothing to gain from blocks.
-            rotated = torch.view_as_complex(_as_pairs(x)) * torch.complex(cos, sin)
-            return torch.view_as_real(rotated).flatten(-2)
-        lead = (1,) * (x.dim() - cos.dim())
-        cos, sin = cos.reshape(*lead, *cos.shape), sin.reshape(*lead, *sin.shape)
-        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        dtype = cos.dtype
-        scratch: list[torch.Tensor] = []  # two rotation-dtype buffers, reused by every block
-
-        def staged(block: torch.Tensor, index: int) -> torch.Tensor:
-            if not scratch or scratch[0].numel() < block.numel():
-                scratch[:] = [
-                    torch.empty(block.numel(), dtype=dtype, device=x.device) for _ in "xy"
-                ]
-            return scratch[index][: block.numel()].view(block.shape)
-
-        def rotate_half(
-            xb: torch.Tensor, ob: torch.Tensor, cb: torch.Tensor, sb: torch.Tensor
-        ) -> None:
-            # cb: cos repeated for both halves (..., seq_len, d); sb: sin (..., seq_len, d/2)
-            xs = xb if xb.dtype == dtype else staged(xb, 0).copy_(xb)
-            rs = ob if ob.dtype == dtype else staged(ob, 1)
-            half = xs.shape[-1] // 2
-            x1, x2, r1, r2 = xs[..., :half], xs[..., half:], rs[..., :half], rs[..., half:]
-            torch.mul(xs, cb, out=rs)  # (x1 cos, x2 cos): one pass over whole rows
-            r1.addcmul_(x2, sb, value=-1.0)
-            r2.addcmul_(x1, sb)
-            if rs is not ob:
-                ob.copy_(rs)  # the one rounding to x's dtype
-
-        def rotate_pairs(xb: torch.Tensor, ob: torch.Tensor, zb: torch.Tensor) -> None:
-            staging = xb.dtype != dtype or not _pairs_viewable(xb)
-            xs = staged(xb, 0).copy_(xb) if staging else xb
-            rs = ob if ob.dtype == dtype else staged(ob, 1)
-            torch.mul(
-                torch.view_as_complex(_as_pairs(xs)),
-                zb,
-                out=torch.view_as_complex(_as_pairs(rs)),
-            )
-            if rs is not ob:
-                ob.copy_(rs)
-
-        if layout == "half":
-            _for_each_block(rotate_half, x, out, [torch.cat((cos, cos), dim=-1), sin])
+        )
+        if plain:
+            if rotary == x.shape[-1]:
+                result = _rotate_formula(x, cos, sin, layout).to(x.dtype)
+            else:  # partial rotation: the channels beyond the first 2n pass unchanged
+                turned = _rotate_formula(x[..., :rotary], cos, sin, layout).to(x.dtype)
+                result = torch.cat((turned, x[..., rotary:]), dim=-1)
+            return result if out is None else out.copy_(result)
+        if out is None:
+            out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        if rotary == x.shape[-1]:
+            _rotate_into(x, cos, sin, layout, out)
         else:
-            _for_each_block(rotate_pairs, x, out, [torch.complex(cos, sin)])
+            _rotate_into(x[..., :rotary], cos, sin, layout, out[..., :rotary])
+            out[..., rotary:].copy_(x[..., rotary:])
         return out
+
+
+def rotate(
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    layout: str = "interleaved",
+    *,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    r"""Rotates the channel pairs of ``x`` by given cosines and sines: the RoPE rotation alone.
+
+    Pair ``i`` of vector ``j`` becomes
+    :math:`(x_a \cos_{j,i} - x_b \sin_{j,i},\; x_b \cos_{j,i} + x_a \sin_{j,i})`. The tables
+    may carry a common scale (an attention factor, or xPos's per-position scale), so a new
+    rotary encoding builds its tables and calls this.
+
+    Shapes:
+        ``x``: ``(..., seq_len, head_dim)``; ``cos``, ``sin``: ``(..., seq_len, n)`` with
+        ``n <= head_dim / 2`` pairs, leading sizes 1 (shared) or those of ``x``; output: as ``x``.
+
+    Args:
+        x: floating tensor, ``head_dim`` even.
+        cos, sin: floating tensors of one shape. With ``n < head_dim / 2`` (partial rotation,
+            GPT-NeoX's and Phi's ``partial_rotary_factor``), the first ``2n`` channels are
+            rotated in ``layout`` and the others pass unchanged.
+        layout: ``"interleaved"`` (pair ``i`` is channels ``(2i, 2i+1)``) or ``"half"`` (pair
+            ``i`` is ``(i, i + n)``).
+        out: optional buffer of ``x``'s shape, dtype and device, sharing no memory with ``x``,
+            into which the result is written and returned. Not differentiable.
+
+    Returns:
+        the rotated ``x``, in ``x``'s dtype. It is computed in float64 for float64 ``x`` and in
+        float32 otherwise (``cos`` and ``sin`` are cast to that dtype) and rounded once,
+        also inside ``torch.autocast``. Differentiable in ``x``, ``cos`` and ``sin``.
+    """
+    x = check_rotary_input(x)
+    layout = check_layout(layout, LAYOUTS)
+    cos, sin = _check_tables(x, cos, sin)
+    if out is not None:
+        out = _check_out(x, out)
+    dtype = _rotation_dtype(x)
+    return _rotate(x, cos.to(dtype), sin.to(dtype), layout, out)
 
 
 def _rotation_tables(
@@ -291,6 +433,7 @@ def apply_rope(
     layout: str = "interleaved",
     scaling: Mapping[str, Any] | ScalingConfig | None = None,
     seq_len: int | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""Rotates each channel pair of ``x`` at position ``m`` by :math:`m\,\theta_i` (RoFormer, eq. 34).
 
@@ -305,34 +448,44 @@ def apply_rope(
             ``(batch, heads, seq_len, head_dim)`` (left-padded batches). No other shape is
             accepted: in particular ``(batch, seq_len)`` for a 4-d ``x`` is rejected rather
             than aligned with the wrong axis; write ``positions[:, None, :]``.
-        base: frequency base, > 1 (default 10000, or ``scaling``'s ``rope_theta``).
+        base: frequency base, > 1 (default ``DEFAULT_BASE`` = 10000, or ``scaling``'s
+            ``rope_theta``).
         layout: ``"interleaved"`` (pairs ``(2i, 2i+1)``, RoFormer and Llama) or ``"half"``
             (pairs ``(i, i + head_dim/2)``, GPT-NeoX and Hugging Face ``rotate_half``).
         scaling: ``None`` (plain RoPE) or a ``config.json`` ``rope_scaling`` mapping (see
             :mod:`pe_lib.rope_scaling`): the angles use its :math:`\theta'_i` and cos and sin are
             multiplied by its attention factor.
-        seq_len: the current sequence length, for ``"dynamic"`` scaling only; default: the last
-            position + 1. Queries and keys compared with each other must use the same one.
+        seq_len: the current sequence length, for scalings whose frequencies depend on it
+            (``"dynamic"``); at least the last position + 1, which is the default. Queries and
+            keys compared with each other must use the same one.
+        out: optional buffer of ``x``'s shape, dtype and device, sharing no memory with ``x``:
+            the rotation is written into it (same values, one rounding) and it is returned.
+            Saves allocating a fresh output at every call; not differentiable (an input that
+            requires grad raises ``ValueError``).
 
     Returns:
-        a new tensor of the shape, dtype and device of ``x``. Angles are float64; the rotation
+        a new tensor (or ``out``) of the shape, dtype and device of ``x``. Angles are float64; the rotation
         runs in float32 for float16, bfloat16 and float32 inputs (float64 for float64) and is
         rounded once to ``x.dtype``, also inside ``torch.autocast``. Differentiable in ``x``.
     """
-    x = check_rotary_input(x)
-    config = resolve_scaling(scaling, base)
-    layout = check_layout(layout, ROPE_LAYOUTS)
-    head_dim, length = x.shape[-1], x.shape[-2]
-    if positions is None:
-        positions = torch.arange(length, device=x.device)
-    else:
-        positions = check_positions(positions)
-        check_positions_match(x, positions)
-    if config.entry.needs_seq_len and seq_len is None:
-        seq_len = _dynamic_length(positions)
-    theta, attention_factor = _frequencies_on(config, head_dim, seq_len, x.device)
-    cos, sin = _rotation_tables(_angles(positions, theta), attention_factor, _rotation_dtype(x))
-    return _rotate(x, cos, sin, layout)
+    with _quiet_while_tracing():
+        x = check_rotary_input(x)
+        config = resolve_scaling(scaling, base)
+        layout = check_layout(layout, LAYOUTS)
+        if out is not None:
+            out = _check_out(x, out)
+        head_dim = static_size(x, -1)  # a Python int also while tracing: theta is fixed
+        if positions is None:
+            # under tracing, x.shape[-2] is a traced size, so the trace holds for every length
+            positions = torch.arange(x.shape[-2], device=x.device)
+        else:
+            positions = check_positions(positions)
+            check_positions_match(x, positions)
+        seq_len = _length_for(config, positions, seq_len, "apply_rope")
+        theta, attention_factor = _frequencies_on(config, head_dim, seq_len, x.device)
+        dtype = _rotation_dtype(x)
+        cos, sin = _rotation_tables(_angles(positions, theta), attention_factor, dtype)
+        return _rotate(x, cos, sin, layout, out)
 
 
 class RotaryEmbedding(nn.Module):
@@ -368,7 +521,8 @@ class RotaryEmbedding(nn.Module):
 
     Args:
         head_dim: size of each head's queries and keys, even and >= 2.
-        base: frequency base, > 1 (default 10000, or ``scaling``'s ``rope_theta``).
+        base: frequency base, > 1 (default ``DEFAULT_BASE`` = 10000, or ``scaling``'s
+            ``rope_theta``).
         layout: ``"interleaved"`` or ``"half"`` (see :func:`apply_rope`).
         scaling: ``None`` or a ``config.json`` ``rope_scaling`` mapping
             (:mod:`pe_lib.rope_scaling`), checked here once.
@@ -396,17 +550,19 @@ class RotaryEmbedding(nn.Module):
         self.head_dim: int = check_head_dim(head_dim)
         self.scaling: ScalingConfig = resolve_scaling(scaling, base)
         self.base: float = self.scaling.base
-        self.layout: str = check_layout(layout, ROPE_LAYOUTS)
+        self.layout: str = check_layout(layout, LAYOUTS)
         self.max_len: int = check_positive_int("max_len", max_len)
         device = torch.device("cpu")
-        cos, sin = self._tables(torch.arange(self.max_len), self._cache_length(), device)
+        cos, sin = self._tables(torch.arange(self.max_len), self._cache_length() or 1, device)
         self.register_buffer("cos_table", cos, persistent=False)
         self.register_buffer("sin_table", sin, persistent=False)
 
     def _cache_length(self) -> int | None:
-        """The length the cached tables hold the frequencies of (dynamic NTK: up to L)."""
+        """For a scaling whose frequencies depend on the length (``needs_seq_len``): the length
+        ``L`` up to which they do not change, its ``original_max_position_embeddings`` (0 when
+        it has none: they may change at any length). ``None`` for the other scalings."""
         if self.scaling.entry.needs_seq_len:
-            return int(self.scaling.params["original_max_position_embeddings"])
+            return int(self.scaling.params.get("original_max_position_embeddings", 0))
         return None
 
     def _tables(
@@ -427,21 +583,46 @@ class RotaryEmbedding(nn.Module):
         )
 
     def forward(
-        self, q: torch.Tensor, k: torch.Tensor, offset: int = 0, seq_len: int | None = None
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        offset: int = 0,
+        seq_len: int | None = None,
+        *,
+        out: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns ``(q_rot, k_rot)``, both rotated at positions ``offset .. offset + seq_len - 1``.
 
-        ``seq_len`` (optional) is the length whose frequencies ``"dynamic"`` scaling uses, at
-        least ``offset + q.shape[-2]``; default ``offset + q.shape[-2]`` (see the class
-        docstring for decoding). Other scalings ignore it.
+        ``seq_len`` (optional) is the length whose frequencies a scaling that depends on it
+        (``"dynamic"``) uses, at least ``offset + q.shape[-2]``; default
+        ``offset + q.shape[-2]`` (see the class docstring for decoding). Other scalings ignore
+        it. ``out`` (optional): two buffers ``(q_out, k_out)`` of the shapes, dtypes and devices
+        of ``q`` and ``k``, written and returned as :func:`apply_rope`'s ``out``.
         """
         with _quiet_while_tracing():
-            return self._forward(q, k, offset, seq_len)
+            return self._forward(q, k, offset, seq_len, out)
 
     def _forward(
-        self, q: torch.Tensor, k: torch.Tensor, offset: int, seq_len: int | None
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        offset: int,
+        seq_len: int | None,
+        out: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         q, k = check_rotary_input(q, "q"), check_rotary_input(k, "k")
+        if self.scaling.entry.needs_seq_len and is_tracing():
+            raise ValueError(
+                f"RotaryEmbedding with {self.scaling.rope_type!r} scaling cannot be traced with "
+                f"torch.jit.trace: its frequencies depend on the sequence length, which a "
+                f"trace fixes at the example's; use torch.compile, or call it without tracing"
+            )
+        if out is not None:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise TypeError(
+                    f"out must be a tuple (q_out, k_out) of two tensors, got {type(out).__name__}"
+                )
+            outs = (_check_out(q, out[0], "out[0]"), _check_out(k, out[1], "out[1]"))
         offset = check_nonnegative_int("offset", offset)
         for name, t in (("q", q), ("k", k)):
             if t.shape[-1] != self.head_dim:
@@ -466,11 +647,10 @@ class RotaryEmbedding(nn.Module):
                 )
         cos, sin = self._window(offset, end, seq_len)
         rotated = []
-        for t in (q, k):
+        for i, t in enumerate((q, k)):
             dtype = _rotation_dtype(t)
-            rotated.append(
-                _rotate(t, cos.to(t.device, dtype), sin.to(t.device, dtype), self.layout)
-            )
+            ct, st = cos.to(t.device, dtype), sin.to(t.device, dtype)
+            rotated.append(_rotate(t, ct, st, self.layout, None if out is None else outs[i]))
         return rotated[0], rotated[1]
 
     def _window(
@@ -484,9 +664,11 @@ class RotaryEmbedding(nn.Module):
             length = end if seq_len is None else seq_len
             if seq_len is None and offset > 0 and end > cache_length:
                 raise ValueError(
-                    f"dynamic NTK scaling with a key-value cache: at offset={offset} the sequence "
+                    f"{self.scaling.rope_type!r} scaling with a key-value cache: its frequencies "
+                    f"depend on the sequence length (as dynamic NTK's do), and at offset={offset} the "
+                    f"sequence "
                     f"reaches length {end} > original_max_position_embeddings={cache_length}, so "
-                    f"its frequencies differ from those the cached keys were rotated with, and "
+                    f"they differ from those the cached keys were rotated with, and "
                     f"scores would no longer depend only on distance. Pass seq_len= one length "
                     f"for every call (e.g. the final length), or keep keys unrotated and rotate "
                     f"them all again with apply_rope at each step"

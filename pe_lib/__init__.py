@@ -21,7 +21,7 @@ from .alibi import alibi_bias, alibi_slopes
 from .attention import SelfAttention, scaled_dot_product_attention
 from .modules import LearnedPositionalEncoding, PositionalEncoding, SinusoidalPositionalEncoding
 from .relative import relative_shift_matrix
-from .rope import RotaryEmbedding, apply_rope, rope_angles
+from .rope import RotaryEmbedding, apply_rope, rope_angles, rotate
 from .sinusoidal import angular_frequencies, sinusoidal_table, wavelengths
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "encodings",
     "relative_shift_matrix",
     "rope_angles",
+    "rotate",
     "scaled_dot_product_attention",
     "sinusoidal_table",
     "wavelengths",

@@ -441,15 +441,20 @@ def test_the_older_name_su_is_longrope():
         assert relative_difference(ours, theirs) < RTOL and math.isclose(factor, their_factor)
 
 
+def _entry(row_id: str) -> dict:
+    return next(entry for name, entry, *_ in ROWS if name == row_id)
+
+
 def test_the_edges_differ_from_the_naive_formulas():
     """The edge rows are edges: each is where an implementation that skips the clamp, reads
     mscale alone, or treats truncate null as true, gives other numbers than the reference."""
-    short = dict(_SHORT_YARN[0][1])
+    short = _entry("yarn-L32")
     clamped, _ = rope_frequencies(8, scaling=short)
     unclamped, _ = rope_frequencies(8, scaling={**short, "clamp_ramp": False})
     assert relative_difference(unclamped, clamped) > 0.1
-    _, alone = rope_frequencies(64, scaling=EDGES[5][1])
+    _, alone = rope_frequencies(64, scaling=_entry("yarn-mscale-alone"))
     assert not math.isclose(alone, (0.1 * 0.707 * math.log(40) + 1))
-    null, _ = rope_frequencies(64, scaling=EDGES[8][1])
-    true, _ = rope_frequencies(64, scaling={**EDGES[8][1], "truncate": True})
+    null_entry = _entry("yarn-truncate-null")
+    null, _ = rope_frequencies(64, scaling=null_entry)
+    true, _ = rope_frequencies(64, scaling={**null_entry, "truncate": True})
     assert relative_difference(null, true) > 0.1

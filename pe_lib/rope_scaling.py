@@ -152,6 +152,8 @@ class RopeScaling:
         full_width: the result has ``head_dim // 2`` entries whatever ``partial_rotary_factor``
             (the pairs beyond the rotated share get :math:`\theta'_i = 0`).
         reference: the code (or formula) the method's numbers are those of, for messages.
+        refused: keys a model's entry may hold that the method does not read, each with what to
+            do instead (the error for such a key says it).
     """
 
     compute: ScalingFunction
@@ -161,6 +163,7 @@ class RopeScaling:
     min_rotary_dim: int = 2
     full_width: bool = False
     reference: str = ""
+    refused: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -467,6 +470,12 @@ ROPE_SCALINGS: dict[str, RopeScaling] = {
         needs_seq_len=True,
         min_rotary_dim=4,
         reference=_hf("_compute_dynamic_ntk_parameters"),
+        refused={
+            "original_max_position_embeddings": (
+                "Hugging Face's dynamic NTK never reads 'original_max_position_embeddings'; it "
+                "uses the model's max_position_embeddings: pass max_position_embeddings=..."
+            )
+        },
     ),
     "yarn": RopeScaling(
         _yarn,
@@ -640,12 +649,7 @@ def resolve_scaling(
     unknown = [str(k) for k in scaling if k not in entry.keys and k not in _COMMON_KEYS]
     if unknown:
         keys = ", ".join(map(repr, entry.keys))
-        hint = ""
-        if rope_type == "dynamic" and "original_max_position_embeddings" in unknown:
-            hint = (
-                " Hugging Face's dynamic NTK never reads 'original_max_position_embeddings'; "
-                "it uses the model's max_position_embeddings: pass max_position_embeddings=..."
-            )
+        hint = "".join(f" {entry.refused[key]}" for key in unknown if key in entry.refused)
         raise ValueError(
             f"scaling has unknown key(s) {', '.join(map(repr, unknown))} for rope_type "
             f"{rope_type!r}, whose keys are: {keys or 'none'} (plus 'rope_type'/'type', "

@@ -1,65 +1,83 @@
 r"""RoPE frequency scalings for context extension: one registry, one contract.
 
 Plain RoPE (:mod:`pe_lib.rope`) rotates channel pair ``i`` by :math:`m\,\theta_i` with
-:math:`\theta_i = b^{-2i/d}` (base ``b``, ``d = head_dim``). Pair ``i`` completes a turn every
-:math:`\lambda_i = 2\pi/\theta_i` positions, so within a training length ``L`` it turns
-:math:`r_i = L/\lambda_i` times. Pairs with :math:`r_i \gg 1` have seen every angle during training;
-pairs with :math:`r_i < 1` have not, and at positions beyond ``L`` they produce angles the model
-never saw. Each scaling below changes the :math:`\theta_i` (and possibly the size of the rotated
-vectors) so that a model trained at length ``L`` can be run at ``factor * L``.
+:math:`\theta_i = b^{-2i/d}` (base ``b``, ``d`` the rotated size). Pair ``i`` completes a turn
+every :math:`\lambda_i = 2\pi/\theta_i` positions, so within a training length ``L`` it turns
+:math:`r_i = L/\lambda_i` times. Pairs with :math:`r_i \gg 1` have met angles all round the circle
+during training; pairs with :math:`r_i < 1` have met only angles up to :math:`2\pi r_i`, and at
+distances beyond ``L`` they reach angles the model never saw. Each scaling below changes the
+:math:`\theta_i` (and possibly the size of the rotated vectors) so that a model trained at length
+``L`` can be run at ``factor * L``.
 
-Contract. A scaling is one :class:`RopeScaling` entry of :data:`ROPE_SCALINGS`, whose ``compute``
-function takes ``(head_dim, base, params, seq_len)`` and returns ``(inverse_frequencies,
-attention_factor)``: the :math:`\theta'_i` as a float64 tensor of shape ``(head_dim // 2,)`` and a
-float by which cos and sin are multiplied (1.0 where the method has none). This is the contract of
-Hugging Face's ``ROPE_INIT_FUNCTIONS`` (``transformers/modeling_rope_utils.py``), and ``params`` is a
-model's ``config.json`` ``rope_scaling`` entry as it is: the method under ``"rope_type"`` (or the
-older ``"type"``), an optional ``"rope_theta"``, and the method's own keys. The methods are built by
-composition from three pieces: the plain frequencies, the NTK-aware base change, and a per-pair
-blend between extrapolation (:math:`\theta_i` kept) and interpolation (:math:`\theta_i/s`).
+Reference. The numbers are those of the code real models run: Hugging Face transformers'
+``ROPE_INIT_FUNCTIONS`` (``transformers/modeling_rope_utils.py``, version 5.23), which computes in
+float32; pe_lib computes in float64 and agrees to float32 rounding (``tests/lib/
+test_rope_parity.py``). Where a paper and that code differ, the code is the default.
 
-With ``s = factor``:
+Contract. A scaling is one :class:`RopeScaling` entry of :data:`ROPE_SCALINGS`. Its ``keys`` map
+each key of its ``config.json`` entry to a :class:`Key` (required, or its default, and the check
+of its value); its ``compute`` takes ``(head_dim, base, params, seq_len)`` and returns
+``(inverse_frequencies, attention_factor)``: the :math:`\theta'_i` as a float64 tensor of shape
+``(rotary_dim // 2,)`` and a float by which cos and sin are multiplied (1.0 where the method has
+none). ``params`` is a model's entry as it is: ``config.json``'s ``rope_scaling`` (the method under
+``"rope_type"`` or the older ``"type"``) or transformers 5's ``rope_parameters`` (``rope_theta``
+inside, possibly one entry per layer type, as Gemma 3's ``{"full_attention": {...},
+"sliding_attention": {...}}``, chosen with ``layer_type=``). Every entry may hold
+``"rope_theta"`` (the base) and ``"partial_rotary_factor"`` ``p`` (GPT-NeoX, Phi, Gemma 4): only
+the first ``rotary_dim = int(head_dim * p)`` channels are rotated, with the frequencies of a head of
+that size, :math:`b^{-2i/\mathrm{rotary\_dim}}`. Values a model keeps outside the entry
+(its ``max_position_embeddings``) are arguments.
+
+With ``s = factor`` and ``d = rotary_dim``:
 
 * ``"default"``: :math:`\theta'_i = \theta_i`.
 * ``"linear"``, position interpolation (Chen et al., 2023, arXiv:2306.15595):
   :math:`\theta'_i = \theta_i / s`, the same as rotating position ``m`` by the angle of ``m / s``.
-* ``"ntk"``, NTK-aware base change (bloc97, 2023, as Hugging Face writes it, the base change of
-  its dynamic NTK with the ratio fixed at ``s``): :math:`b' = b\,s^{d/(d-2)}`, so the fastest
-  pair keeps :math:`\theta_0 = 1` and the slowest pair is interpolated by exactly ``s``.
-* ``"dynamic"``, dynamic NTK (emozilla, 2023; Hugging Face's ``_compute_dynamic_ntk_parameters``):
-  the NTK base change with :math:`\alpha = s\,\ell/L - (s - 1)`, :math:`\ell = \max(\texttt{seq\_len},
-  L)`, so nothing changes up to ``L`` and the scaling grows with the current length.
+* ``"ntk"``, pe_lib's own name (not a Hugging Face ``rope_type``) for the static NTK-aware base
+  change (NTK: neural tangent kernel; bloc97, 2023), as Hugging Face's dynamic NTK writes it with
+  the ratio fixed at ``s``: :math:`b' = b\,s^{d/(d-2)}`, so the fastest pair keeps
+  :math:`\theta_0 = 1` and the slowest pair is interpolated by exactly ``s``.
+* ``"dynamic"``, dynamic NTK (emozilla, 2023; ``_compute_dynamic_ntk_parameters``): the NTK base
+  change with :math:`\alpha = s\,\ell/L - (s - 1)`, :math:`\ell = \max(\texttt{seq\_len}, L)`, where
+  ``L`` is the model's ``max_position_embeddings`` (an argument: Hugging Face reads no length from
+  the entry for this method), so nothing changes up to ``L`` and the scaling grows with the length.
 * ``"yarn"`` (Peng et al., 2023, arXiv:2309.00071: "NTK-by-parts" interpolation and an attention
-  temperature):
+  temperature), as its reference code (``find_correction_range`` and ``linear_ramp_mask`` in
+  github.com/jquesnelle/yarn) and ``_compute_yarn_parameters`` compute it:
   :math:`\theta'_i = (1 - \gamma_i)\,\theta_i/s + \gamma_i\,\theta_i`, where the extrapolation weight
-  :math:`\gamma_i` is 1 for pairs that turn more than ``beta_fast`` times within ``L`` (kept), 0 for
-  pairs that turn fewer than ``beta_slow`` times (interpolated by ``s``), and linear in the pair index
-  in between, as in the paper's reference code (github.com/jquesnelle/yarn) and Hugging Face's
-  ``_compute_yarn_parameters`` (the paper writes the ramp as linear in :math:`r`; the two
-  agree outside the ramp). With ``truncate`` (the default) the ramp's ends are rounded outwards to
-  whole pair indices. The reference code also clamps the ends to ``[0, d - 1]``: that changes
-  nothing when they lie in that range, as for every published config (it needs
-  :math:`L \ge 2\pi\,\texttt{beta\_fast}`), and for a short ``L`` it would break the rule above
-  (keeping pair 0 when it turns fewer than ``beta_slow`` times), so it is not done here.
-  The attention factor is the paper's :math:`\sqrt{1/t} = 0.1 \ln s + 1`, or
-  ``attention_factor`` if given, or DeepSeek-V2's
-  :math:`(0.1\,\mathrm{mscale}\ln s + 1)/(0.1\,\mathrm{mscale\_all\_dim}\ln s + 1)` when ``mscale``
-  or ``mscale_all_dim`` is given (defaults 1 and 0, as in DeepSeek's ``yarn_get_mscale``).
+  :math:`\gamma_i = 1 - \mathrm{clamp}((i - a)/(c - a), 0, 1)` runs between the pair indices
+  ``a`` and ``c`` at which :math:`r_i` equals ``beta_fast`` and ``beta_slow``, rounded outwards
+  when ``truncate`` is true (the default; ``null`` counts as false, as in Hugging Face) and then
+  clamped to ``[0, d - 1]``. The paper writes the ramp as linear in :math:`r` (its eq. 18);
+  the two agree outside the ramp. The clamp matters when ``L`` is short: it keeps pair 0 whenever
+  ``a`` would be negative. ``clamp_ramp=False`` in the entry is pe_lib's named variant without it.
+  The attention factor is ``attention_factor`` if given, else DeepSeek-V2's
+  :math:`(0.1\,\mathrm{mscale}\ln s + 1)/(0.1\,\mathrm{mscale\_all\_dim}\ln s + 1)` when both
+  ``mscale`` and ``mscale_all_dim`` are non-zero, else the paper's :math:`\sqrt{1/t} = 0.1\ln s + 1`
+  (1 for :math:`s \le 1`).
+* ``"longrope"`` (Ding et al., 2024, arXiv:2402.13753; Phi-3's ``su``): one divisor per pair,
+  :math:`\theta'_i = \theta_i / f_i`, with ``f = long_factor`` when ``seq_len`` exceeds
+  ``original_max_position_embeddings`` and ``short_factor`` otherwise; attention factor
+  ``attention_factor`` if given, else :math:`\sqrt{1 + \ln s / \ln L}` (1 for :math:`s \le 1`),
+  where ``s`` is ``factor`` or, when the entry has none, ``max_position_embeddings / L``.
 * ``"llama3"`` (Meta's Llama 3.1 reference code, ``apply_scaling`` in
-  github.com/meta-llama/llama-models): with :math:`r_i = L/\lambda_i`, pairs with
-  :math:`r_i > \texttt{high\_freq\_factor}` are kept, pairs with :math:`r_i <
-  \texttt{low\_freq\_factor}` are interpolated by ``s``, and in between
-  :math:`\theta'_i = (1-\gamma_i)\,\theta_i/s + \gamma_i\,\theta_i` with
+  github.com/meta-llama/llama-models): pairs with :math:`r_i > \texttt{high\_freq\_factor}` are kept,
+  pairs with :math:`r_i < \texttt{low\_freq\_factor}` are interpolated by ``s``, and in between
   :math:`\gamma_i = (r_i - \texttt{low\_freq\_factor})/(\texttt{high\_freq\_factor} -
   \texttt{low\_freq\_factor})`: YaRN's ramp written linear in :math:`r`, with no attention factor.
+  Equal factors (Llama 4 Scout) make it a step at :math:`r_i = \texttt{low\_freq\_factor}`.
+* ``"proportional"`` (Gemma 4; ``_compute_proportional_rope_parameters``): the first
+  ``int(p * head_dim // 2)`` pairs turn by :math:`b^{-2i/\mathrm{head\_dim}}/s` (the exponent keeps
+  the whole head's size), the others not at all (:math:`\theta'_i = 0`); the result has
+  ``head_dim // 2`` entries whatever ``p``.
 
-``L`` is ``original_max_position_embeddings`` wherever a method uses it.
+``L`` is ``original_max_position_embeddings`` wherever a method's entry has that key.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +95,7 @@ from .sinusoidal import DEFAULT_BASE, angular_frequencies
 __all__ = [
     "DEFAULT_BASE",
     "ROPE_SCALINGS",
+    "Key",
     "RopeScaling",
     "ScalingConfig",
     "frequencies_of",
@@ -89,31 +108,78 @@ ScalingFunction = Callable[
     [int, float, Mapping[str, Any], "int | None"], tuple[torch.Tensor, float]
 ]
 
+#: ``check(name, value) -> value``: raises TypeError/ValueError naming ``name``.
+KeyCheck = Callable[[str, object], object]
+
+_REQUIRED = object()  # the default of a required key
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a method's entry: its check, and its default (``required`` when it has none).
+
+    ``null`` (``None``) in an entry means absent, and takes the default, unless ``none_is`` is
+    set: then ``None`` stands for that value (YaRN's ``truncate``, falsy in Hugging Face's code).
+    """
+
+    check: KeyCheck
+    default: object = _REQUIRED
+    none_is: object = None
+
+    @property
+    def required(self) -> bool:
+        """Whether the entry must hold this key."""
+        return self.default is _REQUIRED
+
 
 @dataclass(frozen=True)
 class RopeScaling:
     """One entry of :data:`ROPE_SCALINGS`.
 
     Attributes:
-        compute: ``(head_dim, base, params, seq_len) -> (inverse_frequencies, attention_factor)``,
-            inverse frequencies float64 of shape ``(head_dim // 2,)``; ``params`` holds every key
-            of ``required`` and ``optional`` (defaults filled in), already checked.
-        required: the method's ``config.json`` keys that must be present.
-        optional: the keys that may be present, each with its default (``None``: absent).
+        compute: ``(head_dim, base, params, seq_len) -> (inverse_frequencies,
+            attention_factor)``, inverse frequencies float64 of shape ``(rotary_dim // 2,)``;
+            ``params`` holds every key of ``keys`` (defaults filled in), checked, plus
+            ``"partial_rotary_factor"`` and the arguments ``prepare`` adds.
+        keys: the method's own entry keys, each with its check and default.
+        prepare: checks that involve several keys or an argument, and fills in values derived
+            from them: ``(params, max_position_embeddings) -> None``, mutating ``params``.
         needs_seq_len: whether the frequencies depend on the current sequence length.
-        min_head_dim: the smallest ``head_dim`` the formula is defined for.
+        min_rotary_dim: the smallest rotated size the formula is defined for.
+        full_width: the result has ``head_dim // 2`` entries whatever ``partial_rotary_factor``
+            (the pairs beyond the rotated share get :math:`\theta'_i = 0`).
+        reference: the code (or formula) the method's numbers are those of, for messages.
+        refused: keys a model's entry may hold that the method does not read, each with what to
+            do instead (the error for such a key says it).
     """
 
     compute: ScalingFunction
-    required: tuple[str, ...] = ()
-    optional: Mapping[str, object] = field(default_factory=dict)
+    keys: Mapping[str, Key] = field(default_factory=dict)
+    prepare: Callable[[dict[str, Any], int | None], None] | None = None
     needs_seq_len: bool = False
-    min_head_dim: int = 2
+    min_rotary_dim: int = 2
+    full_width: bool = False
+    reference: str = ""
+    refused: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The keys the entry must hold."""
+        return tuple(name for name, key in self.keys.items() if key.required)
+
+    @property
+    def optional(self) -> dict[str, object]:
+        """The keys the entry may hold, each with its default."""
+        return {name: key.default for name, key in self.keys.items() if not key.required}
 
 
 @dataclass(frozen=True)
 class ScalingConfig:
-    """A checked ``rope_scaling`` mapping: its method, its base and its parameters (defaults filled)."""
+    """A checked entry: its method, its base and its parameters (defaults filled in).
+
+    ``params["original_max_position_embeddings"]`` is ``L`` for every method that has one; for
+    ``"dynamic"`` it is the model's ``max_position_embeddings``, Hugging Face's ``L`` there.
+    """
 
     rope_type: str
     base: float
@@ -124,33 +190,106 @@ class ScalingConfig:
         """The registry entry of ``rope_type``."""
         return ROPE_SCALINGS[self.rope_type]
 
+    @property
+    def original_length(self) -> int | None:
+        """``L``: the length up to which ``needs_seq_len`` methods use their shortest setting."""
+        value = self.params.get("original_max_position_embeddings")
+        return None if value is None else int(value)
+
+    def rotary_dim(self, head_dim: int) -> int:
+        """The channels the frequencies are for: ``int(head_dim * partial_rotary_factor)``, or
+        ``head_dim`` for a ``full_width`` method."""
+        if self.entry.full_width:
+            return head_dim
+        return _rotary_dim(head_dim, self.params, self.rope_type)
+
+
+# --- the checks of entry keys -----------------------------------------------------------------
+
+
+def _factor(name: str, value: object) -> float:
+    return check_real(name, value, at_least=1.0)
+
+
+def _positive(name: str, value: object) -> float:
+    return check_real(name, value, above=0.0)
+
+
+def _nonnegative(name: str, value: object) -> float:
+    return check_real(name, value, at_least=0.0)
+
+
+def _length(name: str, value: object) -> int:
+    return check_positive_int(name, value)
+
+
+def _flag(name: str, value: object) -> bool:
+    return check_bool(name, value)
+
+
+def _fraction(name: str, value: object) -> float:
+    value = check_real(name, value, above=0.0)
+    if value > 1.0:
+        raise ValueError(f"{name} must be in (0, 1] (the share of channels rotated), got {value!r}")
+    return value
+
+
+def _factor_list(name: str, value: object) -> tuple[float, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"{name} must be a list of real numbers > 0 (one divisor per pair), got "
+            f"{type(value).__name__}"
+        )
+    return tuple(_positive(f"{name}[{i}]", v) for i, v in enumerate(value))
+
 
 # --- the pieces the methods are composed of ---------------------------------------------------
 
 
-def _plain(head_dim: int, base: float) -> torch.Tensor:
-    """theta_i = base ** (-2i / head_dim), float64, shape (head_dim // 2,)."""
-    return angular_frequencies(head_dim, base)
+def _rotary_dim(head_dim: int, params: Mapping[str, Any], rope_type: str) -> int:
+    """int(head_dim * partial_rotary_factor), checked even and >= 2."""
+    share = params.get("partial_rotary_factor", 1.0)
+    dim = int(head_dim * share)
+    if dim < 2 or dim % 2:
+        raise ValueError(
+            f"head_dim * scaling['partial_rotary_factor'] must round down to an even size >= 2 "
+            f"(the channels rotated, in pairs), got int({head_dim} * {share!r}) = {dim} for "
+            f"rope_type {rope_type!r}"
+        )
+    return dim
 
 
-def _ntk_base(base: float, alpha: float, head_dim: int) -> float:
-    """The NTK-aware base b * alpha ** (d / (d - 2)): theta_0 stays 1, theta_{d/2-1} is divided by alpha."""
-    return base * float(alpha ** (head_dim / (head_dim - 2)))
+def _plain(dim: int, base: float) -> torch.Tensor:
+    """theta_i = base ** (-2i / dim), float64, shape (dim // 2,)."""
+    return angular_frequencies(dim, base)
+
+
+def _ntk_base(base: float, alpha: float, dim: int) -> float:
+    """b * alpha ** (d / (d - 2)): theta_0 stays 1, theta_{d/2-1} is divided by alpha."""
+    log_base = math.log(base) + math.log(alpha) * dim / (dim - 2)
+    if log_base > math.log(torch.finfo(torch.float64).max):
+        raise ValueError(
+            f"scaling['factor'] is too large: the NTK base b * alpha ** (d / (d - 2)) with "
+            f"b = {base!r}, alpha = {alpha!r} and d = {dim} exceeds float64's range"
+        )
+    return math.exp(log_base)
 
 
 def _blend(theta: torch.Tensor, factor: float, keep: torch.Tensor) -> torch.Tensor:
-    """(1 - keep) * theta / factor + keep * theta: per pair, interpolation (keep = 0) to extrapolation (1)."""
+    """(1 - keep) * theta / factor + keep * theta: per pair, interpolation (0) to extrapolation (1)."""
     return (1.0 - keep) * (theta / factor) + keep * theta
-
-
-def _ramp(values: torch.Tensor, low: float, high: float) -> torch.Tensor:
-    """clamp((values - low) / (high - low), 0, 1), float64."""
-    return ((values - low) / (high - low)).clamp(0.0, 1.0)
 
 
 def _turns(theta: torch.Tensor, length: int) -> torch.Tensor:
     """r_i = length / lambda_i: how many full turns pair i makes within ``length`` positions."""
     return length * theta / (2 * math.pi)
+
+
+def _need_max_position_embeddings(rope_type: str, why: str) -> ValueError:
+    return ValueError(
+        f"rope_type {rope_type!r} needs the model's max_position_embeddings ({why}); it lives "
+        f"outside the rope entry in a config.json: pass max_position_embeddings=..."
+    )
 
 
 # --- the methods ------------------------------------------------------------------------------
@@ -159,19 +298,28 @@ def _turns(theta: torch.Tensor, length: int) -> torch.Tensor:
 def _default(
     head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[torch.Tensor, float]:
-    return _plain(head_dim, base), 1.0
+    return _plain(_rotary_dim(head_dim, params, "default"), base), 1.0
 
 
 def _linear(
     head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[torch.Tensor, float]:
-    return _plain(head_dim, base) / params["factor"], 1.0
+    return _plain(_rotary_dim(head_dim, params, "linear"), base) / params["factor"], 1.0
 
 
 def _ntk(
     head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[torch.Tensor, float]:
-    return _plain(head_dim, _ntk_base(base, params["factor"], head_dim)), 1.0
+    dim = _rotary_dim(head_dim, params, "ntk")
+    return _plain(dim, _ntk_base(base, params["factor"], dim)), 1.0
+
+
+def _prepare_dynamic(params: dict[str, Any], max_position_embeddings: int | None) -> None:
+    if max_position_embeddings is None:
+        raise _need_max_position_embeddings(
+            "dynamic", "the length up to which it is plain RoPE, L in factor * seq_len / L"
+        )
+    params["original_max_position_embeddings"] = max_position_embeddings
 
 
 def _dynamic(
@@ -180,12 +328,13 @@ def _dynamic(
     factor, original = params["factor"], params["original_max_position_embeddings"]
     length = max(seq_len or 0, original)  # rope_frequencies requires seq_len (needs_seq_len)
     alpha = factor * length / original - (factor - 1.0)
-    return _plain(head_dim, _ntk_base(base, alpha, head_dim)), 1.0
+    dim = _rotary_dim(head_dim, params, "dynamic")
+    return _plain(dim, _ntk_base(base, alpha, dim)), 1.0
 
 
-def _yarn_pair_index(turns: float, head_dim: int, base: float, original: int) -> float:
+def _yarn_pair_index(turns: float, dim: int, base: float, original: int) -> float:
     """The (fractional) pair index i at which r_i = L / lambda_i equals ``turns``."""
-    return head_dim * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(base))
+    return dim * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(base))
 
 
 def _yarn_mscale(factor: float, mscale: float) -> float:
@@ -193,127 +342,281 @@ def _yarn_mscale(factor: float, mscale: float) -> float:
     return 1.0 if factor <= 1.0 else 0.1 * mscale * math.log(factor) + 1.0
 
 
+def _prepare_yarn(params: dict[str, Any], max_position_embeddings: int | None) -> None:
+    if params["beta_slow"] >= params["beta_fast"]:
+        raise ValueError(
+            f"scaling['beta_slow'] must be below scaling['beta_fast'] (pairs turning more than "
+            f"beta_fast times are kept, fewer than beta_slow times interpolated), got "
+            f"beta_slow={params['beta_slow']!r} and beta_fast={params['beta_fast']!r}"
+        )
+
+
 def _yarn(
     head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[torch.Tensor, float]:
     factor, original = params["factor"], params["original_max_position_embeddings"]
-    beta_fast, beta_slow = params["beta_fast"], params["beta_slow"]
-    if beta_slow >= beta_fast:
-        raise ValueError(
-            f"scaling['beta_slow'] must be below scaling['beta_fast'] (pairs turning more than "
-            f"beta_fast times are kept, fewer than beta_slow times interpolated), got "
-            f"beta_slow={beta_slow!r} and beta_fast={beta_fast!r}"
-        )
-    first = _yarn_pair_index(beta_fast, head_dim, base, original)  # pairs up to here: kept
-    last = _yarn_pair_index(beta_slow, head_dim, base, original)  # from here on: interpolated
+    dim = _rotary_dim(head_dim, params, "yarn")
+    first = _yarn_pair_index(params["beta_fast"], dim, base, original)  # up to here: kept
+    last = _yarn_pair_index(params["beta_slow"], dim, base, original)  # from here: interpolated
     if params["truncate"]:
-        first, last = math.floor(first), math.ceil(last)  # still first < last
-    pair_index = torch.arange(head_dim // 2, dtype=torch.float64)
-    keep = 1.0 - _ramp(pair_index, first, last)
-    theta = _blend(_plain(head_dim, base), factor, keep)
+        first, last = math.floor(first), math.ceil(last)
+    if params["clamp_ramp"]:
+        first, last = max(first, 0), min(last, dim - 1)
+    if first == last:
+        last += 0.001  # as the reference code: a ramp of (almost) no width
+    pair_index = torch.arange(dim // 2, dtype=torch.float64)
+    keep = 1.0 - ((pair_index - first) / (last - first)).clamp(0.0, 1.0)
+    theta = _blend(_plain(dim, base), factor, keep)
 
     attention_factor = params["attention_factor"]
-    mscale, mscale_all_dim = params["mscale"], params["mscale_all_dim"]
-    if attention_factor is not None and (mscale is not None or mscale_all_dim is not None):
-        raise ValueError(
-            "scaling must give either 'attention_factor' or 'mscale'/'mscale_all_dim' (from which "
-            f"the attention factor is computed), not both; got attention_factor="
-            f"{attention_factor!r}, mscale={mscale!r}, mscale_all_dim={mscale_all_dim!r}"
-        )
     if attention_factor is None:
-        attention_factor = _yarn_mscale(factor, 1.0 if mscale is None else mscale) / _yarn_mscale(
-            factor, 0.0 if mscale_all_dim is None else mscale_all_dim
-        )
+        mscale, mscale_all_dim = params["mscale"], params["mscale_all_dim"]
+        if mscale and mscale_all_dim:  # both given and non-zero, as Hugging Face tests them
+            attention_factor = _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all_dim)
+        else:
+            attention_factor = _yarn_mscale(factor, 1.0)
     return theta, attention_factor
+
+
+def _prepare_longrope(params: dict[str, Any], max_position_embeddings: int | None) -> None:
+    if params["factor"] is None:
+        if max_position_embeddings is None:
+            raise _need_max_position_embeddings(
+                "longrope",
+                "without 'factor' in the entry, the factor is max_position_embeddings / "
+                "original_max_position_embeddings",
+            )
+        params["factor"] = max_position_embeddings / params["original_max_position_embeddings"]
+
+
+def _longrope(
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[torch.Tensor, float]:
+    dim = _rotary_dim(head_dim, params, "longrope")
+    original, factor = params["original_max_position_embeddings"], params["factor"]
+    for key in ("short_factor", "long_factor"):
+        if len(params[key]) != dim // 2:
+            raise ValueError(
+                f"scaling[{key!r}] must hold one divisor per rotated pair, {dim // 2} for "
+                f"head_dim {head_dim} (rotary_dim {dim}), got {len(params[key])}"
+            )
+    key = "long_factor" if seq_len is not None and seq_len > original else "short_factor"
+    divisors = torch.tensor(params[key], dtype=torch.float64)
+    attention_factor = params["attention_factor"]
+    if attention_factor is None:
+        attention_factor = (
+            1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+        )
+    return _plain(dim, base) / divisors, attention_factor
+
+
+def _prepare_llama3(params: dict[str, Any], max_position_embeddings: int | None) -> None:
+    low, high = params["low_freq_factor"], params["high_freq_factor"]
+    if low > high:
+        raise ValueError(
+            f"scaling['low_freq_factor'] must be at most scaling['high_freq_factor'], got "
+            f"low_freq_factor={low!r} and high_freq_factor={high!r}"
+        )
 
 
 def _llama3(
     head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[torch.Tensor, float]:
     low, high = params["low_freq_factor"], params["high_freq_factor"]
-    if low >= high:
-        raise ValueError(
-            f"scaling['low_freq_factor'] must be below scaling['high_freq_factor'], got "
-            f"low_freq_factor={low!r} and high_freq_factor={high!r}"
-        )
-    theta = _plain(head_dim, base)
-    keep = _ramp(_turns(theta, params["original_max_position_embeddings"]), low, high)
+    theta = _plain(_rotary_dim(head_dim, params, "llama3"), base)
+    turns = _turns(theta, params["original_max_position_embeddings"])
+    if low == high:  # Llama 4 Scout: a step, kept from r = low_freq_factor up
+        keep = (turns >= low).to(theta.dtype)
+    else:
+        keep = ((turns - low) / (high - low)).clamp(0.0, 1.0)
     return _blend(theta, params["factor"], keep), 1.0
 
 
-_FACTOR = ("factor",)
-_ORIGINAL = ("original_max_position_embeddings",)
+def _proportional(
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[torch.Tensor, float]:
+    rotated = int(params.get("partial_rotary_factor", 1.0) * head_dim // 2)
+    theta = torch.zeros(head_dim // 2, dtype=torch.float64)
+    theta[:rotated] = _plain(head_dim, base)[:rotated]
+    return theta / params["factor"], 1.0
+
+
+def _hf(function: str) -> str:
+    return f"the numbers of transformers 5.23's {function} (modeling_rope_utils.py)"
+
+
+_FACTOR = {"factor": Key(_factor)}
+_ORIGINAL = {"original_max_position_embeddings": Key(_length)}
 
 #: Every scaling by its ``rope_type``, each a :class:`RopeScaling`; a new scaling is one entry here.
 ROPE_SCALINGS: dict[str, RopeScaling] = {
-    "default": RopeScaling(_default),
-    "linear": RopeScaling(_linear, required=_FACTOR),
-    "ntk": RopeScaling(_ntk, required=_FACTOR, min_head_dim=4),
+    "default": RopeScaling(_default, reference="RoFormer's theta_i = base ** (-2i / d)"),
+    "linear": RopeScaling(
+        _linear, keys=_FACTOR, reference=_hf("_compute_linear_scaling_rope_parameters")
+    ),
+    "ntk": RopeScaling(
+        _ntk,
+        keys=_FACTOR,
+        min_rotary_dim=4,
+        reference="pe_lib's own static NTK base change, b * factor ** (d / (d - 2))",
+    ),
     "dynamic": RopeScaling(
-        _dynamic, required=_FACTOR + _ORIGINAL, needs_seq_len=True, min_head_dim=4
+        _dynamic,
+        keys=_FACTOR,
+        prepare=_prepare_dynamic,
+        needs_seq_len=True,
+        min_rotary_dim=4,
+        reference=_hf("_compute_dynamic_ntk_parameters"),
+        refused={
+            "original_max_position_embeddings": (
+                "Hugging Face's dynamic NTK never reads 'original_max_position_embeddings'; it "
+                "uses the model's max_position_embeddings: pass max_position_embeddings=..."
+            )
+        },
     ),
     "yarn": RopeScaling(
         _yarn,
-        required=_FACTOR + _ORIGINAL,
-        optional={
-            "beta_fast": 32.0,
-            "beta_slow": 1.0,
-            "attention_factor": None,
-            "mscale": None,
-            "mscale_all_dim": None,
-            "truncate": True,
+        keys={
+            **_FACTOR,
+            **_ORIGINAL,
+            "beta_fast": Key(_positive, 32.0),
+            "beta_slow": Key(_positive, 1.0),
+            "attention_factor": Key(_positive, None),
+            "mscale": Key(_nonnegative, None),
+            "mscale_all_dim": Key(_nonnegative, None),
+            "truncate": Key(_flag, True, none_is=False),
+            "clamp_ramp": Key(_flag, True),
         },
+        prepare=_prepare_yarn,
+        reference=_hf("_compute_yarn_parameters"),
+    ),
+    "longrope": RopeScaling(
+        _longrope,
+        keys={
+            "short_factor": Key(_factor_list),
+            "long_factor": Key(_factor_list),
+            **_ORIGINAL,
+            "factor": Key(_factor, None),
+            "attention_factor": Key(_positive, None),
+        },
+        prepare=_prepare_longrope,
+        needs_seq_len=True,
+        reference=_hf("_compute_longrope_parameters"),
     ),
     "llama3": RopeScaling(
-        _llama3, required=_FACTOR + ("low_freq_factor", "high_freq_factor") + _ORIGINAL
+        _llama3,
+        keys={
+            **_FACTOR,
+            "low_freq_factor": Key(_positive),
+            "high_freq_factor": Key(_positive),
+            **_ORIGINAL,
+        },
+        prepare=_prepare_llama3,
+        reference=_hf("_compute_llama3_parameters"),
+    ),
+    "proportional": RopeScaling(
+        _proportional,
+        keys={"factor": Key(_factor, 1.0)},
+        full_width=True,
+        reference=_hf("_compute_proportional_rope_parameters"),
     ),
 }
 
+#: Older names of a method, read as the method (Phi-3's first configs wrote LongRoPE as "su").
+_OLDER_NAMES = {"su": "longrope"}
 
 # --- reading a config.json entry --------------------------------------------------------------
 
-
-def _check_key(key: str, value: object) -> object:
-    """Check the value of one ``rope_scaling`` key, by the key's meaning."""
-    name = f"scaling[{key!r}]"
-    if key == "factor":
-        return check_real(name, value, at_least=1.0)
-    if key == "original_max_position_embeddings":
-        return check_positive_int(name, value)
-    if key == "truncate":
-        return check_bool(name, value)
-    if key in ("mscale", "mscale_all_dim"):
-        return check_real(name, value, at_least=0.0)
-    return check_real(name, value, above=0.0)  # frequency factors, betas, attention_factor
-
-
 _NAME_KEYS = ("rope_type", "type")
+_COMMON_KEYS = (*_NAME_KEYS, "rope_theta", "partial_rotary_factor")
+
+
+def _layer_entry(scaling: Mapping[str, Any], layer_type: str | None) -> Mapping[str, Any]:
+    """The entry of one layer type, when ``scaling`` holds one per layer type."""
+    per_layer = (
+        bool(scaling)
+        and not any(key in scaling for key in _COMMON_KEYS)
+        and all(isinstance(value, Mapping) for value in scaling.values())
+    )
+    if not per_layer:
+        if layer_type is not None:
+            raise ValueError(
+                f"layer_type is for rope_parameters with one entry per layer type, such as "
+                f"Gemma 3's {{'full_attention': ..., 'sliding_attention': ...}}; this scaling "
+                f"is one entry, so pass layer_type=None, got layer_type={layer_type!r}"
+            )
+        return scaling
+    types = ", ".join(map(repr, scaling))
+    if layer_type is None:
+        raise ValueError(
+            f"scaling holds one entry per layer type ({types}): choose one with layer_type=..."
+        )
+    if layer_type not in scaling:
+        raise ValueError(f"layer_type must be one of {types}, got {layer_type!r}")
+    entry: Mapping[str, Any] = scaling[layer_type]
+    return entry
+
+
+def _rope_type(scaling: Mapping[str, Any]) -> str:
+    names = {key: scaling[key] for key in _NAME_KEYS if key in scaling}
+    if not names:
+        raise ValueError(
+            f"scaling must name its method under 'rope_type' (or the older 'type'), one of "
+            f"{', '.join(map(repr, ROPE_SCALINGS))}; got keys {sorted(map(str, scaling))}"
+        )
+    if len(set(map(repr, names.values()))) > 1:
+        raise ValueError(
+            f"scaling['rope_type'] and scaling['type'] name the same thing and must agree, got "
+            f"rope_type={names['rope_type']!r} and type={names['type']!r}"
+        )
+    key, rope_type = next(iter(names.items()))
+    rope_type = _OLDER_NAMES.get(rope_type, rope_type) if isinstance(rope_type, str) else rope_type
+    if not isinstance(rope_type, str) or rope_type not in ROPE_SCALINGS:
+        raise ValueError(
+            f"scaling[{key!r}] must be one of {', '.join(map(repr, ROPE_SCALINGS))} (or "
+            f"{', '.join(map(repr, _OLDER_NAMES))}); add a new method to "
+            f"pe_lib.rope_scaling.ROPE_SCALINGS; got {names[key]!r}"
+        )
+    return rope_type
 
 
 def resolve_scaling(
-    scaling: Mapping[str, Any] | ScalingConfig | None, base: float | None = None
+    scaling: Mapping[str, Any] | ScalingConfig | None,
+    base: float | None = None,
+    *,
+    max_position_embeddings: int | None = None,
+    layer_type: str | None = None,
 ) -> ScalingConfig:
-    """Check a ``rope_scaling`` mapping (as in a ``config.json``) against ``base``.
+    """Check a model's rope entry (``config.json`` ``rope_scaling`` or ``rope_parameters``).
 
     Args:
         scaling: ``None`` (plain RoPE) or a mapping with ``"rope_type"`` (or the older ``"type"``),
-            an optional ``"rope_theta"`` and exactly the keys of that method (see the module
-            docstring); optional keys may be ``None`` (absent). A :class:`ScalingConfig`
-            (already checked) is returned as it is.
+            optional ``"rope_theta"`` and ``"partial_rotary_factor"``, and the keys of that
+            method (see the module docstring); ``None`` values mean absent. Or a mapping of
+            layer types to such entries (transformers 5's per-layer ``rope_parameters``). A
+            :class:`ScalingConfig` (already checked) is returned as it is.
         base: the frequency base, > 1; ``None`` means ``scaling["rope_theta"]`` if present, else
-            10000. If both are given they must be equal.
+            :data:`DEFAULT_BASE`. If both are given they must be equal.
+        max_position_embeddings: the model's ``max_position_embeddings`` (outside the rope
+            entry): required by ``"dynamic"``, and by ``"longrope"`` when the entry has no
+            ``factor``; unused by the others.
+        layer_type: which layer type's entry to use, when ``scaling`` holds one per layer type.
 
     Returns:
         the method, the base and the parameters with defaults filled in.
 
     Raises:
         TypeError: ``scaling`` is not a mapping, or a value has the wrong type.
-        ValueError: the method is unknown, a required key is missing, a key is unknown, a value is
-            out of range (``factor < 1``, ``low_freq_factor >= high_freq_factor``, ...), or
-            ``rope_theta`` disagrees with ``base``; the message names the key.
+        ValueError: the method is unknown, a required key or argument is missing, a key is
+            unknown, a value is out of range, or ``rope_theta`` disagrees with ``base``; the
+            message names the key and what to pass.
     """
     if base is not None:
         base = check_base(base)
+    if max_position_embeddings is not None:
+        max_position_embeddings = check_positive_int(
+            "max_position_embeddings", max_position_embeddings
+        )
     if isinstance(scaling, ScalingConfig):  # already checked, e.g. RotaryEmbedding.scaling
         if base is not None and base != scaling.base:
             raise ValueError(
@@ -328,26 +631,11 @@ def resolve_scaling(
             f"scaling must be None or a mapping such as a config.json 'rope_scaling' entry, "
             f"got {type(scaling).__name__}"
         )
-    names = {key: scaling[key] for key in _NAME_KEYS if key in scaling}
-    if not names:
-        raise ValueError(
-            f"scaling must name its method under 'rope_type' (or the older 'type'), one of "
-            f"{', '.join(map(repr, ROPE_SCALINGS))}; got keys {sorted(map(str, scaling))}"
-        )
-    if len(set(map(repr, names.values()))) > 1:
-        raise ValueError(
-            f"scaling['rope_type'] and scaling['type'] name the same thing and must agree, got "
-            f"rope_type={names['rope_type']!r} and type={names['type']!r}"
-        )
-    key, rope_type = next(iter(names.items()))
-    if not isinstance(rope_type, str) or rope_type not in ROPE_SCALINGS:
-        raise ValueError(
-            f"scaling[{key!r}] must be one of {', '.join(map(repr, ROPE_SCALINGS))}, "
-            f"got {rope_type!r}"
-        )
+    scaling = _layer_entry(scaling, layer_type)
+    rope_type = _rope_type(scaling)
     entry = ROPE_SCALINGS[rope_type]
 
-    if "rope_theta" in scaling:
+    if scaling.get("rope_theta") is not None:
         theta = check_base(scaling["rope_theta"], "scaling['rope_theta']")
         if base is not None and theta != base:
             raise ValueError(
@@ -355,26 +643,34 @@ def resolve_scaling(
                 f"rope_theta={theta!r} and base={base!r}"
             )
         base = theta
-    allowed = set(entry.required) | set(entry.optional) | set(_NAME_KEYS) | {"rope_theta"}
-    unknown = [str(k) for k in scaling if k not in allowed]
+    unknown = [str(k) for k in scaling if k not in entry.keys and k not in _COMMON_KEYS]
     if unknown:
-        keys = ", ".join(map(repr, (*entry.required, *entry.optional)))
+        keys = ", ".join(map(repr, entry.keys))
+        hint = "".join(f" {entry.refused[key]}" for key in unknown if key in entry.refused)
         raise ValueError(
             f"scaling has unknown key(s) {', '.join(map(repr, unknown))} for rope_type "
-            f"{rope_type!r}, whose keys are: {keys or 'none'} (plus 'rope_type'/'type' and "
-            f"'rope_theta')"
+            f"{rope_type!r}, whose keys are: {keys or 'none'} (plus 'rope_type'/'type', "
+            f"'rope_theta' and 'partial_rotary_factor'); remove them.{hint}"
         )
     params: dict[str, Any] = {}
-    for key in entry.required:
-        if scaling.get(key) is None:
+    if scaling.get("partial_rotary_factor") is not None:
+        params["partial_rotary_factor"] = _fraction(
+            "scaling['partial_rotary_factor']", scaling["partial_rotary_factor"]
+        )
+    for name, key in entry.keys.items():
+        value = scaling.get(name)
+        if value is None and key.required:
             raise ValueError(
-                f"scaling is missing the key {key!r}, required for rope_type {rope_type!r} "
-                f"(required: {', '.join(map(repr, entry.required))})"
+                f"scaling is missing the key {name!r}, required for rope_type {rope_type!r} "
+                f"(required: {', '.join(map(repr, entry.required))}); add it to the entry"
             )
-        params[key] = _check_key(key, scaling[key])
-    for key, default in entry.optional.items():
-        value = scaling.get(key)
-        params[key] = default if value is None else _check_key(key, value)
+        if value is None:
+            null = name in scaling and key.none_is is not None  # written null, not left out
+            params[name] = key.none_is if null else key.default
+        else:
+            params[name] = key.check(f"scaling[{name!r}]", value)
+    if entry.prepare is not None:
+        entry.prepare(params, max_position_embeddings)
     return ScalingConfig(rope_type, DEFAULT_BASE if base is None else base, params)
 
 
@@ -383,10 +679,12 @@ def frequencies_of(
 ) -> tuple[torch.Tensor, float]:
     """:func:`rope_frequencies` for a config already checked by :func:`resolve_scaling`."""
     entry = config.entry
-    if head_dim < entry.min_head_dim:
+    rotary_dim = config.rotary_dim(head_dim)
+    if rotary_dim < entry.min_rotary_dim:
         raise ValueError(
-            f"head_dim must be at least {entry.min_head_dim} for rope_type "
-            f"{config.rope_type!r} (its base exponent is head_dim / (head_dim - 2)), got {head_dim}"
+            f"head_dim must give at least {entry.min_rotary_dim} rotated channels for rope_type "
+            f"{config.rope_type!r} (its base exponent is d / (d - 2)), got head_dim {head_dim} "
+            f"(rotary_dim {rotary_dim})"
         )
     if seq_len is not None:
         seq_len = check_positive_int("seq_len", seq_len)
@@ -404,27 +702,36 @@ def rope_frequencies(
     base: float | None = None,
     scaling: Mapping[str, Any] | ScalingConfig | None = None,
     seq_len: int | None = None,
+    max_position_embeddings: int | None = None,
+    layer_type: str | None = None,
 ) -> tuple[torch.Tensor, float]:
     r"""The inverse frequencies :math:`\theta'_i` of RoPE under a scaling, and its attention factor.
 
     Args:
-        head_dim: size ``d`` of the rotated vectors, even (>= 4 for ``"ntk"`` and ``"dynamic"``).
+        head_dim: size of each attention head's query and key vectors, even.
         base: frequency base ``b`` > 1; ``None`` means ``scaling["rope_theta"]`` if present,
-            else 10000 (RoFormer). If both are given they must agree.
-        scaling: ``None`` (plain RoPE) or a ``config.json`` ``rope_scaling`` mapping, e.g.
+            else :data:`DEFAULT_BASE` (RoFormer's 10000). If both are given they must agree.
+        scaling: ``None`` (plain RoPE) or a model's entry as its ``config.json`` writes it, e.g.
             Llama 3.1's ``{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}``. See the
-            module docstring for each method's keys and formula.
-        seq_len: the current sequence length; required by ``"dynamic"``, unused by the others.
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}``, or
+            transformers 5's ``rope_parameters``. See the module docstring.
+        seq_len: the current sequence length; required by ``"dynamic"`` and ``"longrope"``.
+        max_position_embeddings: the model's ``max_position_embeddings``; required by
+            ``"dynamic"`` and by a ``"longrope"`` entry without ``factor``.
+        layer_type: the layer type, for per-layer-type ``rope_parameters`` (Gemma 3).
 
     Returns:
         ``(inverse_frequencies, attention_factor)``: a float64 CPU tensor of shape
-        ``(head_dim // 2,)`` (pair ``i`` at position ``m`` turns by ``m * theta'_i``) and the float
-        by which cos and sin are multiplied (1.0 except for ``"yarn"``).
+        ``(rotary_dim // 2,)`` (``rotary_dim = int(head_dim * partial_rotary_factor)``;
+        ``head_dim // 2`` for ``"proportional"``; pair ``i`` at position ``m`` turns by
+        ``m * theta'_i``) and the float by which cos and sin are multiplied.
 
     Raises:
         TypeError, ValueError: as :func:`pe_lib.rope_scaling.resolve_scaling`; ``ValueError``
             also for a missing ``seq_len`` where the method needs it.
     """
     head_dim = check_head_dim(head_dim)
-    return frequencies_of(resolve_scaling(scaling, base), head_dim, seq_len)
+    config = resolve_scaling(
+        scaling, base, max_position_embeddings=max_position_embeddings, layer_type=layer_type
+    )
+    return frequencies_of(config, head_dim, seq_len)

@@ -13,7 +13,10 @@ rotated by the angle :math:`m\,\theta_i`, :math:`\theta_i = \mathrm{base}^{-2i/d
 pair ``i`` being channels ``(2i, 2i+1)`` in the ``"interleaved"`` layout (RoFormer, Meta's Llama
 code) and ``(i, i + d/2)`` in the ``"half"`` layout (GPT-NeoX, Hugging Face's ``rotate_half``).
 With a ``scaling`` (a ``config.json`` ``rope_scaling`` entry) the :math:`\theta_i` and the
-factor multiplying cos and sin are those of :func:`pe_lib.rope_scaling.rope_frequencies`.
+factor multiplying cos and sin are those of :func:`pe_lib.rope_scaling.rope_frequencies`, which
+equal those of the code the models run (Hugging Face transformers' ``ROPE_INIT_FUNCTIONS``, to
+float32 rounding): a rotation built as transformers builds it passes. Every message about wrong
+values names the reference it was compared with.
 
 The reference is computed here in float64 from the student's own input values, so a result is
 compared with the exact rotation of exactly what the student received.
@@ -35,6 +38,7 @@ applied twice, another base, half-precision angles), in the order of ``check_rop
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -51,7 +55,7 @@ from .._validation import (
     check_layout,
     check_positive_int,
 )
-from ..rope_scaling import resolve_scaling, rope_frequencies
+from ..rope_scaling import ScalingConfig, frequencies_of, resolve_scaling, rope_frequencies
 from ._core import (
     EPS32,
     EPS_BF16,
@@ -359,9 +363,12 @@ def check_rope(
         head_dim: size of the vectors passed to it, even; for a module, the module's own.
         base: the frequency base, > 1; ``None``: ``scaling["rope_theta"]`` if given, else 10000.
         layout: ``"interleaved"`` (pairs ``(2i, 2i+1)``) or ``"half"`` (pairs ``(i, i + d/2)``).
-        scaling: ``None`` (plain RoPE) or a ``config.json`` ``rope_scaling`` mapping
-            (:mod:`pe_lib.rope_scaling`: ``"linear"``, ``"ntk"``, ``"dynamic"``, ``"yarn"``,
-            ``"llama3"``).
+        scaling: ``None`` (plain RoPE), a ``config.json`` ``rope_scaling`` mapping (any method
+            of :data:`pe_lib.rope_scaling.ROPE_SCALINGS`), or a
+            :class:`~pe_lib.rope_scaling.ScalingConfig` from
+            :func:`~pe_lib.rope_scaling.resolve_scaling` (needed where the method takes an
+            argument such as ``max_position_embeddings``). A ``partial_rotary_factor`` below 1
+            is refused: every channel is checked as rotated.
         convention: ``"positions"``, ``"offset"`` or ``"qk"`` (see above).
         dtypes: the input dtypes to check, each float64, float32, bfloat16 or float16; default
             all but float16.
@@ -389,9 +396,16 @@ def check_rope(
     convention = check_choice("convention", convention, tuple(CONVENTIONS))
     checked_dtypes = _check_dtypes(dtypes)
     probes = _probes(max_len)
-    rope_frequencies(head_dim, base=config.base, scaling=scaling, seq_len=1)  # head_dim vs method
+    frequencies_of(config, head_dim, seq_len=1)  # head_dim against the method
+    if config.rotary_dim(head_dim) != head_dim:
+        raise ValueError(
+            f"check_rope checks rotations of all head_dim channels; scaling's "
+            f"partial_rotary_factor {config.params['partial_rotary_factor']!r} rotates "
+            f"{config.rotary_dim(head_dim)} of {head_dim}: check the rotated channels alone "
+            f"with head_dim={config.rotary_dim(head_dim)} and no partial_rotary_factor"
+        )
 
-    spec = _Spec(head_dim, config.base, layout, scaling, config.rope_type)
+    spec = _Spec(head_dim, config.base, layout, config, config.rope_type)
     generator = torch.Generator().manual_seed(0)
     with _probing(rotate) as module_for:
         for dtype in checked_dtypes:
@@ -492,12 +506,20 @@ class _Spec:
     head_dim: int
     base: float
     layout: str
-    scaling: Mapping[str, Any] | None
+    scaling: ScalingConfig
     rope_type: str
 
     def frequencies(self, seq_len: int) -> tuple[torch.Tensor, float]:
-        return rope_frequencies(
-            self.head_dim, base=self.base, scaling=self.scaling, seq_len=seq_len
+        return frequencies_of(self.scaling, self.head_dim, seq_len)
+
+    @property
+    def reference(self) -> str:
+        """What the rotation was compared with, for messages."""
+        if self.rope_type == "default":
+            return f"plain RoPE, theta_i = {fmt_base(self.base)} ** (-2i / {self.head_dim})"
+        return (
+            f"the {self.rope_type!r} frequencies of pe_lib.rope_scaling.rope_frequencies: "
+            f"{self.scaling.entry.reference}"
         )
 
     def ulps(self, base: float | None = None) -> float:
@@ -642,7 +664,7 @@ def _check_call(
             raise _NOT_FINITE.fail(f"For {call}, ", position=offset + int(bad[-2]))
         result = _Result(spec, x, out, positions, offset + seq_len)
         if not result.matches(result.angles, result.factor):
-            raise _diagnose(result, f"For {call}, ", offset)
+            raise _diagnose(result, f"For {call}, against {spec.reference}, ", offset)
 
 
 def _diagnose(result: _Result, where: str, offset: int) -> CheckFailed:
@@ -701,19 +723,19 @@ def _diagnose(result: _Result, where: str, offset: int) -> CheckFailed:
 
 def _scaling_mistake(result: _Result, where: str) -> CheckFailed | None:
     spec = result.spec
-    if spec.rope_type == "default" or spec.scaling is None:
+    if spec.rope_type == "default":
         return None
-    scaling = dict(spec.scaling)
     positions = result.positions.double()[:, None]
     plain, _ = rope_frequencies(spec.head_dim, base=spec.base)
-    factor = scaling.get("factor")
+    factor = spec.scaling.params.get("factor")
     fields = {"rope_type": spec.rope_type, "factor": factor}
     if result.matches(positions * plain, 1.0):
         return _SCALING_MISSING.fail(where, **fields)
     if isinstance(factor, (int, float)) and factor > 1:
         seq_len = int(result.positions[-1]) + 1
-        twice, twice_factor = rope_frequencies(
-            spec.head_dim, base=spec.base, scaling={**scaling, "factor": factor**2}, seq_len=seq_len
+        squared = {**spec.scaling.params, "factor": factor**2}
+        twice, twice_factor = frequencies_of(
+            dataclasses.replace(spec.scaling, params=squared), spec.head_dim, seq_len
         )
         if result.matches(positions * twice, twice_factor):
             return _SCALING_TWICE.fail(where, squared=f"{factor**2:g}", **fields)

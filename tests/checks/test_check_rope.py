@@ -19,7 +19,7 @@ from torch import nn
 import pe_lib
 from pe_lib.checks._core import CheckFailed
 from pe_lib.checks.rope import CONVENTIONS, MISTAKES, check_rope
-from pe_lib.rope_scaling import rope_frequencies
+from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
 
 ROPE_MISTAKES = MISTAKES.codes
 
@@ -127,7 +127,8 @@ def llama3_inv_freq(head_dim, base, factor, low, high, original):
 LINEAR = {"rope_type": "linear", "factor": 4.0}
 YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64}
 NTK = {"rope_type": "ntk", "factor": 4.0}
-DYNAMIC = {"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 64}
+#: Dynamic NTK as config.json writes it; L is the model's max_position_embeddings, 64.
+DYNAMIC = resolve_scaling({"rope_type": "dynamic", "factor": 4.0}, max_position_embeddings=64)
 LLAMA3 = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -161,6 +162,62 @@ def dynamic_rotate(x, positions):
     d, length = x.shape[-1], max(int(positions[-1]) + 1, 64)
     alpha = 4.0 * length / 64 - 3.0
     return meta_complex(x, positions, base=10000.0 * alpha ** (d / (d - 2)))
+
+
+def hf_yarn_inv_freq(d, base, factor, original, beta_fast=32.0, beta_slow=1.0):
+    """YaRN's frequencies as Hugging Face's _compute_yarn_parameters and the authors'
+    find_correction_range compute them: float32, the ramp's ends clamped to [0, d - 1]."""
+
+    def correction_dim(rotations):
+        return (d * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low = max(math.floor(correction_dim(beta_fast)), 0)
+    high = min(math.ceil(correction_dim(beta_slow)), d - 1)
+    if low == high:
+        high += 0.001
+    pos_freqs = base ** (torch.arange(0, d, 2).float() / d)
+    ramp = ((torch.arange(d // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+    extrapolation = 1 - ramp
+    return (1 / (factor * pos_freqs)) * (1 - extrapolation) + (1 / pos_freqs) * extrapolation
+
+
+def hf_yarn_rotate(original):
+    """Hugging Face's rotation with YaRN: rotate_half, cos and sin times 0.1 ln s + 1."""
+
+    def rotate(x, positions):
+        inv = hf_yarn_inv_freq(x.shape[-1], 10000.0, 4.0, original)
+        freqs = positions.float()[:, None] * inv[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        attention = 0.1 * math.log(4.0) + 1.0
+        cos, sin = (emb.cos() * attention).to(x.dtype), (emb.sin() * attention).to(x.dtype)
+        return x * cos + rotate_half(x) * sin
+
+    return rotate
+
+
+@pytest.mark.parametrize("original", [32, 64, 128])
+@pytest.mark.parametrize("head_dim", [8, 16, 64])
+def test_a_hugging_face_yarn_rotation_with_a_short_original_length_passes(original, head_dim):
+    """The toy models' lengths: the ramp's start is clamped to pair 0, as the reference does."""
+    scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": original}
+    check_rope(hf_yarn_rotate(original), head_dim=head_dim, layout="half", scaling=scaling)
+    # and the unclamped variant is told apart, naming the reference it was compared with
+    unclamped = {**scaling, "clamp_ramp": False}
+    with pytest.raises(CheckFailed) as info:
+        check_rope(hf_yarn_rotate(original), head_dim=head_dim, layout="half", scaling=unclamped)
+    message = str(info.value)
+    assert "against the 'yarn' frequencies of pe_lib.rope_scaling.rope_frequencies" in message
+    assert "transformers 5.23's _compute_yarn_parameters" in message
+
+
+def test_messages_name_the_reference_of_plain_rope():
+    failure = fails_with("base", base_500)
+    assert "against plain RoPE, theta_i = 10000 ** (-2i / 16)" in str(failure)
+
+
+def test_partial_rotary_factor_is_refused_with_what_to_do():
+    with pytest.raises(ValueError, match=r"rotates 8 of 16: check the rotated channels alone"):
+        check_rope(meta_complex, scaling={"rope_type": "default", "partial_rotary_factor": 0.5})
 
 
 def llama3_rotate(x, positions):

@@ -7,11 +7,18 @@ share no code with pe_lib:
 * NTK-aware base change: bloc97 (2023), as Hugging Face writes it (the base change of its
   dynamic NTK with the ratio fixed at factor): base' = base * factor ** (d / (d - 2));
 * dynamic NTK: Hugging Face's ``_compute_dynamic_ntk_parameters``:
-  base' = base * (factor * l / L - (factor - 1)) ** (d / (d - 2)), l = max(seq_len, L);
+  base' = base * (factor * l / L - (factor - 1)) ** (d / (d - 2)), l = max(seq_len, L), with L
+  the model's max_position_embeddings;
 * YaRN: Peng et al. (2023), arXiv:2309.00071, NTK-by-parts and sqrt(1/t) = 0.1 ln s + 1, with the ramp of its
   reference code (``find_correction_range`` / ``linear_ramp_mask`` in jquesnelle/yarn) and
-  DeepSeek-V2's ``yarn_get_mscale`` for ``mscale`` / ``mscale_all_dim``;
-* Llama 3.1: Meta's ``apply_scaling`` (meta-llama/llama-models), a loop over the frequencies.
+  DeepSeek-V2's ``yarn_get_mscale`` for ``mscale`` / ``mscale_all_dim`` (both non-zero, as
+  Hugging Face tests them);
+* LongRoPE: Ding et al. (2024), arXiv:2402.13753, one divisor per pair, with Hugging Face's
+  choice of list by length and attention factor sqrt(1 + ln s / ln L);
+* Llama 3.1: Meta's ``apply_scaling`` (meta-llama/llama-models), a loop over the frequencies;
+* proportional (Gemma 4): the first share of the pairs at base ** (-2i / head_dim), the rest 0.
+
+tests/lib/test_rope_parity.py compares the same functions with transformers' own code.
 
 Inputs are config.json ``rope_scaling`` entries of published models (Llama 3.1 8B, Qwen2.5,
 DeepSeek-V3) and one in the style of gpt-oss's.
@@ -29,7 +36,14 @@ from hypothesis import strategies as st
 from pe_reference import rope_theta, rotate_pairs
 
 from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
-from pe_lib.rope_scaling import ROPE_SCALINGS, resolve_scaling, rope_frequencies
+from pe_lib.rope_scaling import (
+    ROPE_SCALINGS,
+    Key,
+    RopeScaling,
+    ScalingConfig,
+    resolve_scaling,
+    rope_frequencies,
+)
 
 # --- config.json entries ----------------------------------------------------------------------
 
@@ -78,8 +92,12 @@ def ref_ntk(head_dim, base, scaling, seq_len=None):
     return rope_theta(head_dim, base * scaling["factor"] ** (head_dim / (head_dim - 2))), 1.0
 
 
+#: The model's max_position_embeddings wherever a method reads it (dynamic NTK's L).
+MAX_POSITIONS = 64
+
+
 def ref_dynamic(head_dim, base, scaling, seq_len):
-    factor, original = scaling["factor"], scaling["original_max_position_embeddings"]
+    factor, original = scaling["factor"], MAX_POSITIONS
     length = max(seq_len, original)
     alpha = factor * length / original - (factor - 1)
     return rope_theta(head_dim, base * alpha ** (head_dim / (head_dim - 2))), 1.0
@@ -110,13 +128,31 @@ def ref_yarn(head_dim, base, scaling, seq_len=None):
     def get_mscale(scale, mscale=1.0):
         return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
+    mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
     if scaling.get("attention_factor") is not None:
         attention = scaling["attention_factor"]
+    elif mscale and mscale_all_dim:
+        attention = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
     else:
-        attention = get_mscale(factor, scaling.get("mscale", 1.0)) / get_mscale(
-            factor, scaling.get("mscale_all_dim", 0.0)
-        )
+        attention = get_mscale(factor)
     return out, attention
+
+
+def ref_longrope(head_dim, base, scaling, seq_len):
+    """LongRoPE: theta_i / f_i, f the long list beyond L and the short one up to L."""
+    original = scaling["original_max_position_embeddings"]
+    factor = scaling.get("factor") or MAX_POSITIONS / original
+    divisors = scaling["long_factor" if seq_len > original else "short_factor"]
+    attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+    return rope_theta(head_dim, base) / np.array(divisors), attention
+
+
+def ref_proportional(head_dim, base, scaling, seq_len=None):
+    """Gemma 4: the first int(p * head_dim // 2) pairs at base ** (-2i / head_dim), the rest 0."""
+    rotated = int(scaling.get("partial_rotary_factor", 1.0) * head_dim // 2)
+    theta = rope_theta(head_dim, base)
+    theta[rotated:] = 0.0
+    return theta / scaling.get("factor", 1.0), 1.0
 
 
 def ref_llama3(head_dim, base, scaling, seq_len=None):
@@ -147,7 +183,9 @@ REFERENCES = {
     "ntk": ref_ntk,
     "dynamic": ref_dynamic,
     "yarn": ref_yarn,
+    "longrope": ref_longrope,
     "llama3": ref_llama3,
+    "proportional": ref_proportional,
 }
 
 #: One config per method (factor, L = original_max_position_embeddings) for the generic tests.
@@ -155,10 +193,13 @@ EXAMPLES = {
     "default": {"rope_type": "default"},
     "linear": {"rope_type": "linear", "factor": 4.0},
     "ntk": {"rope_type": "ntk", "factor": 4.0},
-    "dynamic": {"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 64},
-    # L >= 2 pi beta_fast: the reference code's clamps of the ramp's ends are inactive (see
-    # test_yarn_ramp_ends_outside_the_pairs for a short L)
-    "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256},
+    "dynamic": {"rope_type": "dynamic", "factor": 4.0},  # L: max_position_embeddings
+    "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
+    "longrope": {  # the lists get one divisor per pair in example()
+        "rope_type": "longrope",
+        "factor": 4.0,
+        "original_max_position_embeddings": 64,
+    },
     "llama3": {
         "rope_type": "llama3",
         "factor": 4.0,
@@ -166,7 +207,25 @@ EXAMPLES = {
         "high_freq_factor": 4.0,
         "original_max_position_embeddings": 64,
     },
+    "proportional": {"rope_type": "proportional", "partial_rotary_factor": 0.5, "factor": 2.0},
 }
+
+
+def example(rope_type: str, head_dim: int) -> dict[str, object]:
+    """EXAMPLES[rope_type] for a head size: LongRoPE's lists get head_dim // 2 divisors."""
+    scaling = dict(EXAMPLES[rope_type])
+    if rope_type == "longrope":
+        pairs = head_dim // 2
+        scaling["short_factor"] = [1.0 + i / pairs for i in range(pairs)]
+        scaling["long_factor"] = [1.0 + 8.0 * i / pairs for i in range(pairs)]
+    return scaling
+
+
+def scaled(rope_type: str, head_dim: int, base: float | None = None) -> ScalingConfig:
+    """example() checked, with the model's max_position_embeddings MAX_POSITIONS."""
+    return resolve_scaling(
+        example(rope_type, head_dim), base, max_position_embeddings=MAX_POSITIONS
+    )
 
 
 def as_numpy(theta: torch.Tensor) -> np.ndarray:
@@ -185,9 +244,15 @@ def test_every_registered_scaling_has_a_reference_and_an_example():
 @pytest.mark.parametrize("head_dim", [4, 16, 64, 128])
 @pytest.mark.parametrize("base", [500.0, 10000.0, 500000.0])
 def test_each_method_matches_its_published_formula(rope_type, head_dim, base):
-    scaling = EXAMPLES[rope_type]
-    for seq_len in (16, 64, 100, 1000):
-        theta, attention = rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
+    scaling = example(rope_type, head_dim)
+    for seq_len in (16, 63, 64, 65, 100, 1000):
+        theta, attention = rope_frequencies(
+            head_dim,
+            base=base,
+            scaling=scaling,
+            seq_len=seq_len,
+            max_position_embeddings=MAX_POSITIONS,
+        )
         expected, expected_attention = REFERENCES[rope_type](head_dim, base, scaling, seq_len)
         assert theta.shape == (head_dim // 2,) and theta.dtype == torch.float64
         np.testing.assert_allclose(as_numpy(theta), expected, rtol=1e-14, atol=0)
@@ -221,7 +286,11 @@ def test_llama31_8b_config():
         (QWEN25_YARN, 128, 1e6, 0.1 * math.log(4.0) + 1),
         (DEEPSEEK_V3_YARN, 64, 10000.0, 1.0),  # mscale == mscale_all_dim: the ratio is 1
         (GPT_OSS_YARN, 64, 150000.0, 0.1 * math.log(32.0) + 1),
+        # mscale_all_dim 0 (or absent): the ratio is skipped, 0.1 ln s + 1 as without mscale
         ({**DEEPSEEK_V3_YARN, "mscale": 0.707, "mscale_all_dim": 0.0}, 64, 10000.0, None),
+        ({**QWEN25_YARN, "mscale": 0.707}, 128, 1e6, 0.1 * math.log(4.0) + 1),
+        # attention_factor given: it is the factor, whatever mscale says
+        ({**DEEPSEEK_V3_YARN, "attention_factor": 1.25}, 64, 10000.0, 1.25),
         ({**QWEN25_YARN, "attention_factor": 1.25}, 128, 1e6, 1.25),
     ],
 )
@@ -233,7 +302,7 @@ def test_yarn_configs(scaling, head_dim, base, attention):
     if attention is not None:  # the paper's sqrt(1/t) = 0.1 ln s + 1, or as configured
         assert got_attention == pytest.approx(attention, rel=1e-15)
     else:
-        assert got_attention == pytest.approx(0.1 * 0.707 * math.log(40) + 1, rel=1e-15)
+        assert got_attention == pytest.approx(0.1 * math.log(40) + 1, rel=1e-15)
 
 
 def test_rope_theta_is_the_base():
@@ -293,10 +362,12 @@ def test_linear_scaling_is_rotation_at_position_over_factor(
     )
 
 
-def unit_factor_example(rope_type: str, original: int) -> dict[str, object]:
-    scaling = dict(EXAMPLES[rope_type])
-    if "factor" in scaling:
-        scaling["factor"] = 1.0
+def unit_factor_example(rope_type: str, original: int, head_dim: int) -> dict[str, object]:
+    scaling = example(rope_type, head_dim)
+    scaling.pop("partial_rotary_factor", None)
+    for key in ("factor", "short_factor", "long_factor"):
+        if key in scaling:
+            scaling[key] = 1.0 if key == "factor" else [1.0] * (head_dim // 2)
     if "original_max_position_embeddings" in scaling:
         scaling["original_max_position_embeddings"] = original
     return scaling
@@ -311,11 +382,13 @@ def unit_factor_example(rope_type: str, original: int) -> dict[str, object]:
     seq_len=st.integers(1, 10**6),
 )
 def test_every_method_with_factor_one_is_plain_rope(rope_type, head_dim, base, original, seq_len):
-    scaling = unit_factor_example(rope_type, original)
+    scaling = unit_factor_example(rope_type, original, head_dim)
     if rope_type == "dynamic":
         # dynamic NTK with factor 1 still grows the base by (seq_len / L) beyond L: plain within L
         seq_len = min(seq_len, original)
-    theta, attention = rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
+    theta, attention = rope_frequencies(
+        head_dim, base=base, scaling=scaling, seq_len=seq_len, max_position_embeddings=original
+    )
     np.testing.assert_allclose(as_numpy(theta), rope_theta(head_dim, base), rtol=1e-14, atol=0)
     assert attention == 1.0
 
@@ -351,11 +424,14 @@ def test_yarn_keeps_fast_pairs_and_interpolates_slow_ones(
     plain = rope_theta(head_dim, base)
     turns = original * plain / (2 * math.pi)  # r_i = L / lambda_i
     index = np.arange(head_dim // 2)
+    first = yarn_pair_index(beta_fast, head_dim, base, original)
     if truncate:  # the ramp's ends rounded outwards to whole pair indices
-        kept = index <= math.floor(yarn_pair_index(beta_fast, head_dim, base, original))
+        kept = index <= math.floor(first)
         interpolated = index >= math.ceil(yarn_pair_index(beta_slow, head_dim, base, original))
     else:  # the paper's statement: r > beta_fast kept, r < beta_slow interpolated
         kept, interpolated = turns > beta_fast, turns < beta_slow
+    # the ramp starts at pair 0 at the earliest (the reference code's clamp): pair 0 is kept
+    kept |= (index == 0) & (first < 0)
     np.testing.assert_allclose(theta[kept], plain[kept], rtol=1e-15, atol=0)
     np.testing.assert_allclose(
         theta[interpolated], plain[interpolated] / factor, rtol=1e-15, atol=0
@@ -395,20 +471,23 @@ def test_llama31_three_bands(head_dim, base, factor, original, low, width):
     )
 
 
-def test_yarn_ramp_ends_outside_the_pairs():
-    """A short L (the toy models of the book): pair 0 turns fewer than beta_slow times.
+@pytest.mark.parametrize("original", [4, 32, 64, 128])
+def test_yarn_ramp_ends_outside_the_pairs(original):
+    """A short L (the toy models of the book): the ramp's start lies below pair 0.
 
-    The paper's rule interpolates every pair; the reference code's clamp of the ramp's start to
-    pair 0 would keep pair 0 unchanged. pe_lib follows the paper.
+    The reference code clamps it to pair 0, which keeps pair 0 unchanged (for L below
+    2 pi beta_slow both ends are clamped and every pair is kept); ``clamp_ramp=False`` is the
+    variant without the clamp, which blends pair 0 too.
     """
-    scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4}
+    scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": original}
     theta = as_numpy(rope_frequencies(16, scaling=scaling)[0])
-    np.testing.assert_allclose(theta, rope_theta(16, 10000.0) / 4.0, rtol=1e-15)
-    assert ref_yarn(16, 10000.0, scaling)[0][0] == 1.0  # the clamped reference keeps pair 0
-    # L = 64 (4 pi < L < 2 pi * 32): pair 0 turns about 10 times, inside the ramp, not kept
-    scaling["original_max_position_embeddings"] = 64
-    theta = as_numpy(rope_frequencies(16, scaling=scaling)[0])
-    assert 1.0 / 4.0 < theta[0] < 1.0
+    np.testing.assert_allclose(theta, ref_yarn(16, 10000.0, scaling)[0], rtol=1e-15, atol=0)
+    assert theta[0] == 1.0
+    unclamped = as_numpy(rope_frequencies(16, scaling={**scaling, "clamp_ramp": False})[0])
+    if original < 2 * math.pi:  # r_0 < 1 = beta_slow: the unclamped rule divides every pair
+        np.testing.assert_allclose(unclamped, rope_theta(16, 10000.0) / 4.0, rtol=1e-15)
+    else:  # pair 0 turns r_0 = L / 2 pi times, between beta_slow and beta_fast: blended
+        assert 1.0 / 4.0 < unclamped[0] < 1.0
 
 
 # --- the attention factor scales cos and sin --------------------------------------------------
@@ -417,13 +496,14 @@ def test_yarn_ramp_ends_outside_the_pairs():
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("rope_type", sorted(ROPE_SCALINGS))
 def test_scaled_rotation_against_the_complex_formula(layout, rope_type):
-    scaling = {**EXAMPLES[rope_type]}
+    scaling = example(rope_type, 16)
     if rope_type == "yarn":
         scaling["attention_factor"] = 1.7  # a visible scale
+    config = resolve_scaling(scaling, max_position_embeddings=MAX_POSITIONS)
     generator = torch.Generator().manual_seed(1)
     x = torch.randn(2, 200, 16, dtype=torch.float64, generator=generator)
     positions = torch.arange(100, 300)
-    out = apply_rope(x, positions, layout=layout, scaling=scaling)
+    out = apply_rope(x, positions, layout=layout, scaling=config)
     theta, attention = REFERENCES[rope_type](
         16, 10000.0, scaling, 300
     )  # dynamic: the last position + 1
@@ -452,21 +532,21 @@ def test_yarn_attention_factor_multiplies_logits_by_one_over_t():
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_rotary_embedding_with_scaling_equals_apply_rope(rope_type, layout, dtype):
-    scaling = EXAMPLES[rope_type]
+    scaling = scaled(rope_type, 16)
     rotary = RotaryEmbedding(16, layout=layout, scaling=scaling, max_len=40)
     q = torch.randn(2, 3, 60, 16).to(dtype)  # positions 0 .. 59: beyond the cache and beyond L = 64
     k = torch.randn(2, 1, 60, 16).to(dtype)
     q_rot, k_rot = rotary(q, k)
     torch.testing.assert_close(q_rot, apply_rope(q, layout=layout, scaling=scaling), rtol=0, atol=0)
     torch.testing.assert_close(k_rot, apply_rope(k, layout=layout, scaling=scaling), rtol=0, atol=0)
-    if rope_type != "dynamic":  # a window after an offset (dynamic: see the decoding tests)
+    if not scaling.entry.needs_seq_len:  # a window after an offset (see the decoding tests)
         q_tail, _ = rotary(q[..., 30:, :], k[..., 30:, :], offset=30)
         torch.testing.assert_close(q_tail, q_rot[..., 30:, :], rtol=0, atol=0)
 
 
 # --- dynamic NTK with a key-value cache -------------------------------------------------------
 
-DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 8}
+DYNAMIC = resolve_scaling({"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=8)
 
 
 def test_dynamic_ntk_with_rotated_keys_cached_breaks_scores():
@@ -557,14 +637,14 @@ def test_rotary_embedding_with_one_fixed_length_decodes_dynamic_ntk_consistently
         ),
         ({"rope_type": "linear", "factor": "2"}, TypeError, r"scaling\['factor'\].*'2'"),
         (
-            {**LLAMA31, "low_freq_factor": 4.0},
+            {**LLAMA31, "low_freq_factor": 5.0},
             ValueError,
-            r"scaling\['low_freq_factor'\] must be below scaling\['high_freq_factor'\].*4\.0.*4\.0",
+            r"scaling\['low_freq_factor'\] must be at most scaling\['high_freq_factor'\].*5\.0.*4",
         ),
         (
             {**LLAMA31, "high_freq_factor": 0.5},
             ValueError,
-            r"low_freq_factor.*below.*high_freq_factor.*1\.0.*0\.5",
+            r"low_freq_factor.*at most.*high_freq_factor.*1\.0.*0\.5",
         ),
         (
             {**LLAMA31, "low_freq_factor": 0.0},
@@ -592,9 +672,75 @@ def test_rotary_embedding_with_one_fixed_length_decodes_dynamic_ntk_consistently
             r"scaling\['truncate'\] must be True or False.*1",
         ),
         (
-            {**DEEPSEEK_V3_YARN, "attention_factor": 1.0},
+            {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 64},
             ValueError,
-            r"either 'attention_factor' or 'mscale'/'mscale_all_dim'",
+            r"unknown key.*'original_max_position_embeddings'.*never reads.*"
+            r"pass max_position_embeddings=",
+        ),
+        (
+            {"rope_type": "dynamic", "factor": 2.0},
+            ValueError,
+            r"'dynamic' needs the model's max_position_embeddings.*pass max_position_embeddings=",
+        ),
+        (
+            {
+                "rope_type": "longrope",
+                "short_factor": [1.0],
+                "long_factor": [2.0],
+                "original_max_position_embeddings": 64,
+            },  # fmt: skip
+            ValueError,
+            r"'longrope' needs the model's max_position_embeddings.*without 'factor'",
+        ),
+        (
+            {"rope_type": "longrope", "factor": 2.0, "original_max_position_embeddings": 64},
+            ValueError,
+            r"missing the key 'short_factor'.*'longrope'",
+        ),
+        (
+            {
+                "rope_type": "longrope",
+                "factor": 2.0,
+                "short_factor": 1.0,
+                "long_factor": [2.0],
+                "original_max_position_embeddings": 64,
+            },  # fmt: skip
+            TypeError,
+            r"scaling\['short_factor'\] must be a list of real numbers",
+        ),
+        (
+            {
+                "rope_type": "longrope",
+                "factor": 2.0,
+                "short_factor": [1.0, -1.0],
+                "long_factor": [2.0],
+                "original_max_position_embeddings": 64,
+            },  # fmt: skip
+            ValueError,
+            r"scaling\['short_factor'\]\[1\] must be.*> 0.*-1\.0",
+        ),
+        (
+            {"rope_type": "ntk", "factor": 1e300},
+            ValueError,
+            r"scaling\['factor'\] is too large.*float64",
+        ),
+        (
+            {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 1.5},
+            ValueError,
+            r"scaling\['partial_rotary_factor'\] must be in \(0, 1\].*1\.5",
+        ),
+        (
+            {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.3},
+            ValueError,
+            r"head_dim \* scaling\['partial_rotary_factor'\] must round down to an even.*19",
+        ),
+        (
+            {
+                "full_attention": {"rope_type": "linear", "factor": 8.0},
+                "sliding_attention": {"rope_type": "default"},
+            },  # fmt: skip
+            ValueError,
+            r"one entry per layer type \('full_attention', 'sliding_attention'\).*layer_type=",
         ),
         (
             {"factor": 2.0},
@@ -602,9 +748,10 @@ def test_rotary_embedding_with_one_fixed_length_decodes_dynamic_ntk_consistently
             r"must name its method under 'rope_type' \(or the older 'type'\)",
         ),
         (
-            {"rope_type": "longrope"},
+            {"rope_type": "xpos"},
             ValueError,
-            r"scaling\['rope_type'\] must be one of 'default'.*'longrope'",
+            r"scaling\['rope_type'\] must be one of 'default'.*'longrope'.*'su'.*ROPE_SCALINGS.*"
+            r"'xpos'",
         ),
         (
             {"type": "LINEAR", "factor": 2.0},
@@ -640,7 +787,9 @@ def test_other_argument_errors():
         rope_frequencies(64, scaling=DYNAMIC)
     with pytest.raises(ValueError, match=r"seq_len must be a positive int.*0"):
         rope_frequencies(64, scaling=DYNAMIC, seq_len=0)
-    with pytest.raises(ValueError, match=r"head_dim must be at least 4 for rope_type 'ntk'.*2"):
+    with pytest.raises(
+        ValueError, match=r"head_dim must give at least 4 rotated channels for rope_type 'ntk'.*2"
+    ):
         rope_frequencies(2, scaling={"rope_type": "ntk", "factor": 2.0})
     with pytest.raises(ValueError, match=r"head_dim must be even.*7"):
         rope_frequencies(7)
@@ -659,3 +808,81 @@ def test_optional_keys_may_be_null_and_ints_are_accepted():
     assert attention == pytest.approx(expected_attention)
     theta_int, _ = rope_frequencies(128, scaling={**LLAMA31, "factor": 8})
     torch.testing.assert_close(theta_int, rope_frequencies(128, scaling=LLAMA31)[0], rtol=0, atol=0)
+
+
+# --- transformers 5's rope_parameters, and the registry as the extension point ----------------
+
+GEMMA3_ROPE_PARAMETERS = {
+    "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+}
+
+
+def test_per_layer_type_rope_parameters_are_chosen_with_layer_type():
+    full, _ = rope_frequencies(256, scaling=GEMMA3_ROPE_PARAMETERS, layer_type="full_attention")
+    np.testing.assert_allclose(as_numpy(full), rope_theta(256, 1e6) / 8.0, rtol=1e-15)
+    sliding, _ = rope_frequencies(
+        256, scaling=GEMMA3_ROPE_PARAMETERS, layer_type="sliding_attention"
+    )
+    np.testing.assert_allclose(as_numpy(sliding), rope_theta(256, 10000.0), rtol=1e-15)
+    with pytest.raises(ValueError, match=r"layer_type must be one of 'full_attention', "):
+        rope_frequencies(256, scaling=GEMMA3_ROPE_PARAMETERS, layer_type="global")
+    with pytest.raises(ValueError, match=r"layer_type is for rope_parameters with one entry"):
+        rope_frequencies(128, scaling=LLAMA31, layer_type="full_attention")
+
+
+def test_partial_rotary_factor_gives_the_frequencies_of_the_rotated_share():
+    theta, _ = rope_frequencies(
+        80, scaling={"rope_type": "default", "partial_rotary_factor": 0.25, "rope_theta": 1e4}
+    )
+    np.testing.assert_allclose(as_numpy(theta), rope_theta(20, 1e4), rtol=1e-15)
+    config = resolve_scaling({"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5})
+    assert config.rotary_dim(64) == 32
+    assert resolve_scaling(example("proportional", 64)).rotary_dim(64) == 64  # full width
+
+
+def test_su_is_the_older_name_of_longrope():
+    scaling = example("longrope", 16)
+    longrope = rope_frequencies(16, scaling=scaling, seq_len=65)
+    su = rope_frequencies(16, scaling={**scaling, "rope_type": "su"}, seq_len=65)
+    torch.testing.assert_close(su[0], longrope[0], rtol=0, atol=0)
+    assert su[1] == longrope[1]
+    assert resolve_scaling({**scaling, "rope_type": "su"}).rope_type == "longrope"
+
+
+def test_longrope_switches_lists_after_the_original_length():
+    scaling = example("longrope", 16)
+    plain = rope_theta(16, 10000.0)
+    for seq_len, key in ((1, "short_factor"), (64, "short_factor"), (65, "long_factor")):
+        theta, _ = rope_frequencies(16, scaling=scaling, seq_len=seq_len)
+        np.testing.assert_allclose(as_numpy(theta), plain / np.array(scaling[key]), rtol=1e-15)
+    assert resolve_scaling(scaling).entry.needs_seq_len
+
+
+def test_a_scaling_registered_from_outside_is_accepted(monkeypatch):
+    """A new method is one RopeScaling with its own keys: no other edit to pe_lib."""
+
+    def check_even(name, value):
+        if not isinstance(value, int) or value % 2:
+            raise ValueError(f"{name} must be an even int, got {value!r}")
+        return value
+
+    def halve_every_other(head_dim, base, params, seq_len):
+        theta = torch.pow(base, -torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+        theta[:: params["stride"]] /= 2.0
+        return theta, params["gain"]
+
+    monkeypatch.setitem(
+        ROPE_SCALINGS,
+        "halve_every_other",
+        RopeScaling(
+            halve_every_other, keys={"stride": Key(check_even), "gain": Key(lambda n, v: v, 1.0)}
+        ),
+    )
+    theta, gain = rope_frequencies(8, scaling={"rope_type": "halve_every_other", "stride": 2})
+    np.testing.assert_allclose(as_numpy(theta), rope_theta(8, 10000.0) / [2, 1, 2, 1])
+    assert gain == 1.0
+    with pytest.raises(ValueError, match=r"scaling\['stride'\] must be an even int, got 3"):
+        rope_frequencies(8, scaling={"rope_type": "halve_every_other", "stride": 3})
+    with pytest.raises(ValueError, match=r"missing the key 'stride'"):
+        rope_frequencies(8, scaling={"rope_type": "halve_every_other"})

@@ -18,20 +18,13 @@ from torch import nn
 
 import pe_lib
 from pe_lib.checks._core import CheckFailed
-from pe_lib.checks.rope import CONVENTIONS, MISTAKES, check_rope
+from checker_failures import failing_with
+from pe_lib.checks import rope as rope_checker
+from pe_lib.checks.rope import CONVENTIONS, check_rope
 from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
 
-ROPE_MISTAKES = MISTAKES.codes
-
-
-def fails_with(mistake: str, *args: object, **kwargs: object) -> CheckFailed:
-    """Run the checker, which must fail with ``mistake``; return the exception."""
-    assert mistake in ROPE_MISTAKES
-    with pytest.raises(CheckFailed) as info:
-        check_rope(*args, **kwargs)
-    assert info.value.mistake == mistake, str(info.value)
-    assert "Fix: " in str(info.value), "every message says how to fix the mistake"
-    return info.value
+ROPE_MISTAKES = check_rope.mistakes
+fails_with = failing_with(check_rope)
 
 
 # --- how students write the frequencies and the rotation ---------------------------------------
@@ -538,7 +531,7 @@ def test_every_variant_of_a_mistake_is_planted() -> None:
         with pytest.raises(CheckFailed) as info:
             check_rope(rotate, **kwargs)
         messages.append(str(info.value))
-    for record in MISTAKES:
+    for record in rope_checker.MISTAKES:
         fixed = record.what.split("{")[0]
         assert any(fixed in m and record.how.split("{")[0] in m for m in messages), record.code
 

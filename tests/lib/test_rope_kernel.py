@@ -12,7 +12,10 @@ from pe_lib import rope_scaling
 from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles, rotate
 
 LAYOUTS = ("interleaved", "half")
-DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 8}
+# Dynamic NTK as a model runs it: its entry, and the model's max_position_embeddings (8).
+DYNAMIC = rope_scaling.resolve_scaling(
+    {"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=8
+)
 TRACE_IS_DEPRECATED = pytest.mark.filterwarnings(
     r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning"
 )
@@ -208,15 +211,13 @@ def _grows(head_dim, base, params, seq_len):
 def test_cache_pitfall_is_detected_for_every_length_dependent_scaling(scaling, registered):
     registered(
         "grows",
-        rope_scaling.RopeScaling(
-            _grows, required=("original_max_position_embeddings",), needs_seq_len=True
-        ),
+        rope_scaling.RopeScaling(_grows, keys=rope_scaling._ORIGINAL, needs_seq_len=True),
     )
     rotary = RotaryEmbedding(16, scaling=scaling)
     q = torch.randn(1, 20, 16)
     for t in range(8):
         rotary(q[:, t : t + 1], q[:, t : t + 1], offset=t)
-    name = scaling["rope_type"]
+    name = rope_scaling.resolve_scaling(scaling).rope_type
     with pytest.raises(ValueError, match=rf"'{name}' scaling with a key-value cache.*length 9 > "):
         rotary(q[:, 8:9], q[:, 8:9], offset=8)
     # One fixed length for every call gives the full sequence's rotation.

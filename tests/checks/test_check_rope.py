@@ -12,14 +12,14 @@ import math
 
 import pytest
 import torch
+from checker_failures import failing_with
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
 import pe_lib
-from pe_lib.checks._core import CheckFailed
-from checker_failures import failing_with
 from pe_lib.checks import rope as rope_checker
+from pe_lib.checks._core import CheckFailed
 from pe_lib.checks.rope import CONVENTIONS, check_rope
 from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
 

@@ -636,9 +636,13 @@ def scaling_chart(
     log_base, two_pi = math.log(base), 2 * math.pi
     # YaRN's ramp, on the pair index: pairs up to `first` turn more than beta_fast times within
     # L (kept), pairs from `last` on fewer than beta_slow times (interpolated); ends rounded
-    # outwards (truncate).
+    # outwards (truncate) and clamped to [0, head_dim - 1], as transformers'
+    # find_correction_range does (a ramp of zero width gets 0.001).
     first = math.floor(head_dim * math.log(original_length / (beta_fast * two_pi)) / (2 * log_base))
     last = math.ceil(head_dim * math.log(original_length / (beta_slow * two_pi)) / (2 * log_base))
+    first, last = max(first, 0), min(last, head_dim - 1)
+    if first == last:
+        last += 0.001
     params = [
         _range("factor", factor, 1, 16, 0.5, "factor s "),
         _range("ell_ratio", length_ratio, 1, 16, 0.5, "dynamic NTK: length ℓ / L "),

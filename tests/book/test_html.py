@@ -33,7 +33,7 @@ import yaml
 
 import pe_lib
 from pe_lib.charts import CHARTS
-from pe_lib.rope_scaling import rope_frequencies
+from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
 
 try:
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -670,7 +670,9 @@ def _scaling(settings: dict, drawn: list[dict], problems: list[str]) -> None:
     entries = {
         "linear": {"rope_type": "linear", "factor": factor},
         "ntk": {"rope_type": "ntk", "factor": factor},
-        "dynamic": {"rope_type": "dynamic", "factor": factor, **original},
+        "dynamic": resolve_scaling(
+            {"rope_type": "dynamic", "factor": factor}, max_position_embeddings=length
+        ),
         "yarn": {"rope_type": "yarn", "factor": factor, **original},
         "llama3": {
             "rope_type": "llama3",

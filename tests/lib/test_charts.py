@@ -100,10 +100,10 @@ def test_defaults_come_from_the_definitions_they_mirror() -> None:
     assert repr(DEFAULT_BASE) in text and "10000," not in text.replace(repr(DEFAULT_BASE), "")
     # Change YaRN's default betas: the ramp of the chart follows.
     yarn = ROPE_SCALINGS["yarn"]
-    moved = {**yarn.optional, "beta_fast": 16.0}
+    moved = {**yarn.keys, "beta_fast": dataclasses.replace(yarn.keys["beta_fast"], default=16.0)}
     before = charts.scaling_chart().to_json()
     try:
-        ROPE_SCALINGS["yarn"] = dataclasses.replace(yarn, optional=moved)
+        ROPE_SCALINGS["yarn"] = dataclasses.replace(yarn, keys=moved)
         after = charts.scaling_chart().to_json()
     finally:
         ROPE_SCALINGS["yarn"] = yarn

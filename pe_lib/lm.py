@@ -45,7 +45,7 @@ from ._validation import (
 from .encodings import ENCODINGS, ScoreBias
 from .modules import LearnedPositionalEncoding
 from .rope import RotaryEmbedding
-from .rope_scaling import ScalingConfig
+from .rope_scaling import ScalingConfig, resolve_scaling
 from .toy import _causal_attention, _check_tokens, _fit, _position_modules
 
 __all__ = [
@@ -202,6 +202,8 @@ class CharTransformer(nn.Module):
             sequence the model accepts (:attr:`max_seq_len`).
         rope_scaling: ``None``, or a ``config.json`` ``rope_scaling`` entry
             (:mod:`pe_lib.rope_scaling`) for an encoding whose rotation is RoPE's.
+        max_position_embeddings: the model's length for the entry, as in ``config.json``
+            (read outside the entry: dynamic NTK's original length), or ``None``.
 
     Shapes:
         ``tokens``: ``(batch, seq_len)`` int64 -> logits ``(batch, seq_len, vocab_size)``;
@@ -227,6 +229,7 @@ class CharTransformer(nn.Module):
         num_layers: int = 2,
         max_len: int = 512,
         rope_scaling: Mapping[str, Any] | ScalingConfig | None = None,
+        max_position_embeddings: int | None = None,
     ) -> None:
         super().__init__()
         self.position = check_choice("position", position, POSITION_KINDS)
@@ -245,7 +248,9 @@ class CharTransformer(nn.Module):
             self.position, self.d_model, self.num_heads, self.max_len
         )
         if rope_scaling is not None:
-            self.rotation = _scaled_rotation(self.rotation, rope_scaling, self.position)
+            self.rotation = _scaled_rotation(
+                self.rotation, rope_scaling, self.position, max_position_embeddings
+            )
         self.blocks = nn.ModuleList(_Block(self.d_model) for _ in range(self.num_layers))
         self.norm_out = nn.LayerNorm(self.d_model)
         self.read_out = nn.Linear(self.d_model, self.vocab_size)
@@ -285,8 +290,12 @@ def _scaled_rotation(
     rotation: nn.Module | None,
     scaling: Mapping[str, Any] | ScalingConfig,
     position: str,
+    max_position_embeddings: int | None,
 ) -> RotaryEmbedding:
-    """RoPE's rotation rebuilt with ``scaling`` (same head size, base and layout)."""
+    """RoPE's rotation rebuilt with ``scaling`` (same head size, base and layout).
+
+    ``max_position_embeddings`` goes to :func:`~pe_lib.rope_scaling.resolve_scaling`.
+    """
     if not isinstance(rotation, RotaryEmbedding):
         rope_kinds = [
             name
@@ -301,16 +310,23 @@ def _scaled_rotation(
         rotation.head_dim,
         base=rotation.base,
         layout=rotation.layout,
-        scaling=scaling,
+        scaling=resolve_scaling(
+            scaling, rotation.base, max_position_embeddings=max_position_embeddings
+        ),
         max_len=rotation.max_len,
     )
 
 
 def with_rope_scaling(
-    model: CharTransformer, rope_scaling: Mapping[str, Any] | ScalingConfig | None
+    model: CharTransformer,
+    rope_scaling: Mapping[str, Any] | ScalingConfig | None,
+    *,
+    max_position_embeddings: int | None = None,
 ) -> CharTransformer:
     """A copy of a RoPE ``model`` whose rotation applies ``rope_scaling`` (``None``: plain).
 
+    ``max_position_embeddings`` is the model's length as ``config.json`` gives it outside the
+    entry (dynamic NTK's original length: the training length of a model trained short).
     The weights are copied; ``model`` itself is unchanged.
 
     Raises:
@@ -320,7 +336,10 @@ def with_rope_scaling(
     _check_model(model)
     stretched = copy.deepcopy(model)
     stretched.rotation = _scaled_rotation(
-        model.rotation, rope_scaling or {"rope_type": "default"}, model.position
+        model.rotation,
+        rope_scaling or {"rope_type": "default"},
+        model.position,
+        max_position_embeddings,
     )
     return stretched
 
@@ -361,6 +380,47 @@ def _check_length(model: CharTransformer, seq_len: int, name: str) -> None:
             f"{model.position!r} table: a learned table has no row beyond its length, so "
             f"the model cannot be run (or scored) at {seq_len}; use {name} <= {longest}"
         )
+
+
+class _Adam:
+    """Adam (Kingma and Ba, 2015, algorithm 1) with ``torch.optim.Adam``'s defaults.
+
+    Betas 0.9 and 0.999, eps 1e-8 added to the bias-corrected root, no weight decay, all
+    parameters updated in one batched (foreach) operation per step. It exists because
+    ``torch.optim``'s first optimizer imports ``torch._dynamo``, seconds of a chapter that
+    trains for a few seconds; ``test_lm`` checks it against ``torch.optim.Adam``.
+    """
+
+    def __init__(self, parameters: list[nn.Parameter], lr: float) -> None:
+        self.parameters = parameters
+        self.lr = lr
+        self.steps = 0
+        self.means = [torch.zeros_like(p) for p in parameters]
+        self.squares = [torch.zeros_like(p) for p in parameters]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One update of every parameter that has a gradient."""
+        ready = [i for i, p in enumerate(self.parameters) if p.grad is not None]
+        params: list[torch.Tensor] = [self.parameters[i] for i in ready]
+        grads = [p.grad for p in params if p.grad is not None]
+        means = [self.means[i] for i in ready]
+        squares = [self.squares[i] for i in ready]
+        self.steps += 1
+        beta1, beta2, eps = 0.9, 0.999, 1e-8
+        torch._foreach_lerp_(means, grads, 1 - beta1)
+        torch._foreach_mul_(squares, beta2)
+        torch._foreach_addcmul_(squares, grads, grads, 1 - beta2)
+        correction1 = 1 - beta1**self.steps
+        root2 = math.sqrt(1 - beta2**self.steps)
+        denominators = torch._foreach_sqrt(squares)
+        torch._foreach_div_(denominators, root2)
+        torch._foreach_add_(denominators, eps)
+        torch._foreach_addcdiv_(params, means, denominators, -self.lr / correction1)
 
 
 def train_lm(
@@ -406,7 +466,7 @@ def train_lm(
         windows = ids[starts + offsets]  # (batch, seq_len + 1)
         return windows[:, :-1], windows[:, 1:]
 
-    return _fit(model, next_batch, steps, lr)
+    return _fit(model, next_batch, steps, lr, optimizer=_Adam)
 
 
 #: Attention-score elements per evaluation batch (batch * seq_len**2), to bound memory.

@@ -16,7 +16,7 @@ scores (``"alibi"``). A new registry entry is a new choice here, with no change 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, overload
+from typing import Any, Literal, Protocol, overload
 
 import torch
 from torch import nn
@@ -363,27 +363,43 @@ def _check_tokens(tokens: object, vocab_size: int) -> None:
         )
 
 
+class _Optimizer(Protocol):
+    """What :func:`_fit` calls on an optimizer."""
+
+    def zero_grad(self, set_to_none: bool = ...) -> None: ...
+
+    def step(self) -> Any: ...
+
+
 def _fit(
     model: nn.Module,
     next_batch: Callable[[], tuple[torch.Tensor, torch.Tensor]],
     steps: int,
     lr: float,
+    *,
+    optimizer: Callable[[list[nn.Parameter], float], Any] | None = None,
 ) -> list[float]:
     """Adam on ``steps`` batches of ``(tokens, targets)``; the model is left in eval mode.
+
+    ``optimizer``: builds the optimizer from the parameters and ``lr``; ``None`` means
+    ``torch.optim.Adam`` with its defaults.
 
     The loss is the cross-entropy of ``model(tokens)``, ``(batch, L, vocab)``, against
     ``targets``, ``(batch, L)``, with ``IGNORE_INDEX`` entries left out. Returns each step's loss.
     """
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    parameters = list(model.parameters())
+    step: _Optimizer = (
+        torch.optim.Adam(parameters, lr=lr) if optimizer is None else optimizer(parameters, lr)
+    )
     model.train()
     losses: list[float] = []
     for _ in range(steps):
         tokens, targets = next_batch()
         logits = model(tokens)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
-        optimizer.zero_grad(set_to_none=True)
+        step.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
-        optimizer.step()
+        step.step()
         losses.append(float(loss.item()))
     model.eval()
     return losses

@@ -269,3 +269,20 @@ def test_bad_tokens():
 def test_bad_scoring_and_training_arguments(call, error, names):
     with pytest.raises(error, match=names):
         call(small("none"), random_ids(50))
+
+
+def test_adam_matches_torch_optim_adam():
+    torch.manual_seed(0)
+    ours = [torch.nn.Parameter(torch.randn(5, 3)), torch.nn.Parameter(torch.randn(4))]
+    theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
+    start = ours[0].detach().clone()
+    mine, reference = lm._Adam(ours, 0.01), torch.optim.Adam(theirs, lr=0.01)
+    for step in range(5):
+        for params, optimizer in ((ours, mine), (theirs, reference)):
+            optimizer.zero_grad(set_to_none=True)
+            loss = (params[0].sin().sum() + params[1].pow(3).sum()) * (step + 1)
+            loss.backward()
+            optimizer.step()
+    for a, b in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert (ours[0] - start).abs().min() > 0.01  # every entry moved

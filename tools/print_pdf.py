@@ -10,7 +10,7 @@ drawn after the page loads: the math (MathJax's start-up promise), the explorabl
 It then prepares the page for paper, with ``_static/print.css`` and a few DOM changes:
 
 - links into the single page (``book/intro.html#target``) become ``#target``, so that Chromium
-  writes them as links inside the PDF;
+  writes them as links inside the PDF, and an image's link to its own file is removed;
 - a title page with the book's title, author and edition, and the linked table of contents;
 - each explorable figure gets a line naming the settings it is printed at.
 
@@ -65,6 +65,11 @@ PREPARE = r"""([pageName, edition]) => {
         const url = new URL(a.href, document.baseURI);
         if (url.origin === location.origin && url.pathname.endsWith('/' + pageName) && url.hash) {
             a.setAttribute('href', url.hash);
+        } else if (url.origin === location.origin && url.pathname.includes('/_images/')
+                   && a.querySelector('img')) {
+            // An image linked to its own file (Sphinx does so for scaled images): on paper the
+            // image is all there is, and the link would name the print server.
+            a.removeAttribute('href');
         }
     }
     // Solutions printed open.

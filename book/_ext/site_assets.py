@@ -16,10 +16,16 @@ Icon fonts: the theme's stylesheet still draws a few glyphs from the Font Awesom
 stylesheet's rule names, outside the ``.fa-*`` icon rules that the SVG script replaces, and points
 the stylesheet's ``@font-face`` rules at them; it drops those ``.fa-*`` rules (86 KB), which
 only give the icon elements the SVG script replaces their glyphs.
+
+Figures: matplotlib writes RGBA PNGs with zlib's default effort, though every pixel of the book's
+figures is opaque. After the build this re-encodes each PNG under ``_images`` in the smallest mode
+that holds the same pixels (RGB, or a palette when it has at most 256 colours) with Pillow's
+``optimize``, checks that the pixels are unchanged, and keeps the smaller file.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -199,6 +205,38 @@ def subset_icon_fonts(outdir: Path) -> None:
         (style.parent / f"{style.name}.map").unlink(missing_ok=True)
 
 
+def _fewest_channels(image: Any) -> Any:
+    """The same pixels in the smallest mode: RGB when every pixel is opaque, a palette when
+    there are at most 256 colours."""
+    if image.mode == "RGBA" and image.getchannel("A").getextrema() == (255, 255):
+        image = image.convert("RGB")
+    if image.mode == "RGB":
+        colours = image.getcolors(256)
+        if colours is not None:
+            image = image.quantize(colors=len(colours), method=2, dither=0)  # exact: few colours
+    return image
+
+
+def optimize_pngs(outdir: Path) -> None:
+    from PIL import Image
+
+    for path in sorted((outdir / "_images").glob("*.png")):
+        with Image.open(path) as original:
+            original.load()
+            dpi = original.info.get("dpi")
+            reference = original.convert("RGBA").tobytes()
+            image = _fewest_channels(original)
+            buffer = io.BytesIO()
+            image.save(buffer, format="PNG", optimize=True, **({"dpi": dpi} if dpi else {}))
+        data = buffer.getvalue()
+        if len(data) >= path.stat().st_size:
+            continue
+        with Image.open(io.BytesIO(data)) as check:
+            if check.convert("RGBA").tobytes() != reference:
+                raise RuntimeError(f"re-encoding {path.name} changed its pixels")
+        path.write_bytes(data)
+
+
 def copy_mathjax(app: Any, outdir: Path) -> None:
     import importlib.util
 
@@ -225,6 +263,7 @@ def _finished(app: Any, exception: Exception | None) -> None:
     copy_mathjax(app, outdir)
     subset_icons(outdir)
     subset_icon_fonts(outdir)
+    optimize_pngs(outdir)
 
 
 def _loader(app: Any, config: Any) -> None:

@@ -448,7 +448,7 @@ def rotation_chart(
     shifting the position by ``k`` turns it by the angle :math:`k\,\omega_i`, whatever ``pos``
     is: the block of :math:`M_k` for that pair is a rotation (chapter 4). The browser evaluates
     both points. Controls: the pair (0 .. d/2 - 1), the position (0 .. 100) and the shift
-    (-50 .. 50); ``d_model`` and the base (:data:`~pe_lib.rope_scaling.DEFAULT_BASE`) are fixed.
+    (-50 .. 50); ``d_model`` and the base (:data:`~pe_lib.sinusoidal.DEFAULT_BASE`) are fixed.
 
     Args:
         d_model: number of columns, even, in [4, 512] (not a control).

@@ -9,10 +9,23 @@ Icons: the theme's ``scripts/fontawesome.js`` (1.5 MB) holds every Font Awesome 
 each ``<i class="fa-...">`` into an inline SVG. The pages use about twenty. After the build this
 replaces that file with a script of the same name that draws just the icons the built pages name
 (their paths read from the theme's own file, so they stay the theme's icons) and nothing else.
+
+Icon fonts: the theme's stylesheet still draws a few glyphs from the Font Awesome web fonts
+(admonition titles, breadcrumbs, external-link marks: 16 glyphs) and requests the whole fonts
+(270 KB) for them. After the build this writes subsets of those fonts holding just the glyphs a
+stylesheet's rule names, outside the ``.fa-*`` icon rules that the SVG script replaces, and points
+the stylesheet's ``@font-face`` rules at them; it drops those ``.fa-*`` rules (86 KB), which
+only give the icon elements the SVG script replaces their glyphs.
+
+Figures: matplotlib writes RGBA PNGs with zlib's default effort, though every pixel of the book's
+figures is opaque. After the build this re-encodes each PNG under ``_images`` in the smallest mode
+that holds the same pixels (RGB, or a palette when it has at most 256 colours) with Pillow's
+``optimize``, checks that the pixels are unchanged, and keeps the smaller file.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -141,6 +154,89 @@ def subset_icons(outdir: Path) -> None:
     (target.parent / "fontawesome.js.map").unlink(missing_ok=True)
 
 
+# A CSS rule: its selectors and its declarations (the shipped stylesheets are minified, flat).
+CSS_RULE = re.compile(r"([^{}]*)\{([^{}]*)\}")
+# The rules of Font Awesome's own stylesheet, one per icon class, that the SVG script makes moot.
+ICON_RULE = re.compile(r"\s*(\.fa-[a-z0-9-]+:(before|after)\s*,?\s*)+")
+# A web font's source in an @font-face rule.
+FONT_URL = re.compile(
+    r'url\(([^)]*/fontawesome/webfonts/)(fa-[a-z]+-\d+)\.woff2\)\s*format\("woff2"\)'
+    r'(,\s*url\([^)]*\.ttf\)\s*format\("truetype"\))?'
+)
+PRIVATE_USE = range(0xE000, 0xF900)
+
+
+def _glyphs_styles_draw(styles: list[Path]) -> set[int]:
+    """The icon-font code points (Unicode's private-use area) that a stylesheet's rule writes."""
+    points: set[int] = set()
+    for style in styles:
+        for selectors, declarations in CSS_RULE.findall(style.read_text(encoding="utf-8")):
+            if ICON_RULE.fullmatch(selectors.strip()):
+                continue
+            points |= {ord(c) for c in declarations if ord(c) in PRIVATE_USE}
+    return points
+
+
+def subset_icon_fonts(outdir: Path) -> None:
+    from fontTools import subset
+
+    static = outdir / "_static"
+    fonts = static / "vendor" / "fontawesome" / "webfonts"
+    styles = sorted(static.rglob("*.css"))
+    points = _glyphs_styles_draw(styles)
+    for style in styles:
+        text = style.read_text(encoding="utf-8")
+        if "/fontawesome/webfonts/" not in text:
+            continue
+        for name in sorted(set(m.group(2) for m in FONT_URL.finditer(text))):
+            options = subset.Options()
+            options.flavor = "woff"  # zlib-compressed; WOFF2 would need brotli
+            font = subset.load_font(str(fonts / f"{name}.ttf"), options)
+            subsetter = subset.Subsetter(options)
+            subsetter.populate(unicodes=sorted(points))
+            subsetter.subset(font)
+            subset.save_font(font, str(fonts / f"{name}.subset.woff"), options)
+        text = FONT_URL.sub(r'url(\1\2.subset.woff) format("woff")', text)
+        text = CSS_RULE.sub(
+            lambda rule: "" if ICON_RULE.fullmatch(rule.group(1).strip()) else rule.group(0), text
+        )
+        text = re.sub(r"/\*# sourceMappingURL=[^*]*\*/", "", text)
+        style.write_text(text, encoding="utf-8")
+        (style.parent / f"{style.name}.map").unlink(missing_ok=True)
+
+
+def _fewest_channels(image: Any) -> Any:
+    """The same pixels in the smallest mode: RGB when every pixel is opaque, a palette when
+    there are at most 256 colours."""
+    if image.mode == "RGBA" and image.getchannel("A").getextrema() == (255, 255):
+        image = image.convert("RGB")
+    if image.mode == "RGB":
+        colours = image.getcolors(256)
+        if colours is not None:
+            image = image.quantize(colors=len(colours), method=2, dither=0)  # exact: few colours
+    return image
+
+
+def optimize_pngs(outdir: Path) -> None:
+    from PIL import Image
+
+    for path in sorted((outdir / "_images").glob("*.png")):
+        with Image.open(path) as original:
+            original.load()
+            dpi = original.info.get("dpi")
+            reference = original.convert("RGBA").tobytes()
+            image = _fewest_channels(original)
+            buffer = io.BytesIO()
+            image.save(buffer, format="PNG", optimize=True, **({"dpi": dpi} if dpi else {}))
+        data = buffer.getvalue()
+        if len(data) >= path.stat().st_size:
+            continue
+        with Image.open(io.BytesIO(data)) as check:
+            if check.convert("RGBA").tobytes() != reference:
+                raise RuntimeError(f"re-encoding {path.name} changed its pixels")
+        path.write_bytes(data)
+
+
 def copy_mathjax(app: Any, outdir: Path) -> None:
     import importlib.util
 
@@ -166,6 +262,8 @@ def _finished(app: Any, exception: Exception | None) -> None:
     outdir = Path(app.outdir)
     copy_mathjax(app, outdir)
     subset_icons(outdir)
+    subset_icon_fonts(outdir)
+    optimize_pngs(outdir)
 
 
 def _loader(app: Any, config: Any) -> None:

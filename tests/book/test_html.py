@@ -851,10 +851,20 @@ CHART_THEME = """() => {
     document.body.appendChild(probe);
     const page = getComputedStyle(probe).color;
     probe.remove();
+    // The colour a box shows: its own background, or the first opaque one around it.
+    const shown = node => {
+        for (; node; node = node.parentElement) {
+            const colour = getComputedStyle(node).backgroundColor;
+            if (colour !== 'rgba(0, 0, 0, 0)' && colour !== 'transparent') return colour;
+        }
+        return page;
+    };
     return Array.from(document.querySelectorAll('div.pe-chart'), figure => {
         const svg = figure.querySelector('svg');
         const text = svg.querySelector('text');
+        const bindings = figure.querySelector('.vega-bindings');
         return {name: figure.dataset.peChart, page,
+                controls: bindings ? shown(bindings) : null,
                 background: getComputedStyle(svg).backgroundColor,
                 text: text ? getComputedStyle(text).fill : null,
                 label: svg.getAttribute('aria-label') || ''};
@@ -891,6 +901,10 @@ def test_figures_readable_in_dark_mode(visit, relpath: str) -> None:
         if chart["background"] != chart["page"]:
             problems.append(
                 f"{chart['name']}: background {chart['background']}, page {chart['page']}"
+            )
+        if chart["controls"] is not None and chart["controls"] != chart["page"]:
+            problems.append(
+                f"{chart['name']}: controls on {chart['controls']}, page {chart['page']}"
             )
         if chart["text"] and _luminance(chart["text"]) < 0.4:
             problems.append(f"{chart['name']}: dark text {chart['text']} on the dark page")

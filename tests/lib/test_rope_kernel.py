@@ -277,3 +277,33 @@ def test_meta_tensors_give_shapes_also_under_autocast():
             assert (out.shape, out.dtype, out.device.type) == (x.shape, x.dtype, "meta")
         q, k = RotaryEmbedding(16).to("meta")(x, x[:, :1])
     assert (q.shape, k.shape, q.device.type) == (x.shape, x[:, :1].shape, "meta")
+
+
+def test_a_real_partial_entry_rotates_only_its_share():
+    """GPT-NeoX-style partial_rotary_factor 0.25: the first 16 of 64 channels turn, the rest
+    pass through, in the function and the module alike."""
+    neox = rope_scaling.resolve_scaling({"rope_type": "default", "partial_rotary_factor": 0.25})
+    x = torch.randn(1, 2, 10, 64)
+    y = apply_rope(x, scaling=neox)
+    assert torch.equal(y[..., 16:], x[..., 16:])
+    assert not torch.allclose(y[..., :16], x[..., :16])
+    q, _ = RotaryEmbedding(64, scaling=neox, max_len=32)(x, x)
+    torch.testing.assert_close(q, y)
+
+
+def test_longrope_switch_is_caught_when_decoding_with_a_cache():
+    """LongRoPE's factors change past L: decoding past L without seq_len= is refused."""
+    entry = {
+        "rope_type": "longrope",
+        "short_factor": [1.0] * 32,
+        "long_factor": [4.0] * 32,
+        "original_max_position_embeddings": 16,
+    }
+    rotary = RotaryEmbedding(
+        64, scaling=rope_scaling.resolve_scaling(entry, max_position_embeddings=64), max_len=64
+    )
+    q = torch.randn(1, 1, 1, 64)
+    for t in range(16):
+        rotary(q, q, offset=t)
+    with pytest.raises(ValueError, match="'longrope' scaling with a key-value cache"):
+        rotary(q, q, offset=16)

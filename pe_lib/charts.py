@@ -640,9 +640,10 @@ def scaling_chart(
     # find_correction_range does (a ramp of zero width gets 0.001).
     first = math.floor(head_dim * math.log(original_length / (beta_fast * two_pi)) / (2 * log_base))
     last = math.ceil(head_dim * math.log(original_length / (beta_slow * two_pi)) / (2 * log_base))
-    first, last = max(first, 0), min(last, head_dim - 1)
-    if first == last:
-        last += 0.001
+    first = max(first, 0)
+    last_end: float = min(last, head_dim - 1)
+    if first == last_end:
+        last_end += 0.001
     params = [
         _range("factor", factor, 1, 16, 0.5, "factor s "),
         _range("ell_ratio", length_ratio, 1, 16, 0.5, "dynamic NTK: length ℓ / L "),
@@ -665,7 +666,7 @@ def scaling_chart(
             " / (2 * PI)",
         )
         .transform_calculate(
-            yarn_keep=f"1 - clamp((datum.pair - ({first})) / ({last - first}), 0, 1)",
+            yarn_keep=f"1 - clamp((datum.pair - ({first})) / ({last_end - first}), 0, 1)",
             llama3_keep=f"clamp((datum.turns - {low!r}) / ({high!r} - {low!r}), 0, 1)",
         )
         .transform_calculate(ratio=ratio + " : 1")

@@ -596,7 +596,7 @@ def resolve_scaling(
             layer types to such entries (transformers 5's per-layer ``rope_parameters``). A
             :class:`ScalingConfig` (already checked) is returned as it is.
         base: the frequency base, > 1; ``None`` means ``scaling["rope_theta"]`` if present, else
-            :data:`DEFAULT_BASE`. If both are given they must be equal.
+            :data:`~pe_lib.sinusoidal.DEFAULT_BASE`. If both are given they must be equal.
         max_position_embeddings: the model's ``max_position_embeddings`` (outside the rope
             entry): required by ``"dynamic"``, and by ``"longrope"`` when the entry has no
             ``factor``; unused by the others.
@@ -710,7 +710,7 @@ def rope_frequencies(
     Args:
         head_dim: size of each attention head's query and key vectors, even.
         base: frequency base ``b`` > 1; ``None`` means ``scaling["rope_theta"]`` if present,
-            else :data:`DEFAULT_BASE` (RoFormer's 10000). If both are given they must agree.
+            else :data:`~pe_lib.sinusoidal.DEFAULT_BASE` (RoFormer's 10000). If both are given they must agree.
         scaling: ``None`` (plain RoPE) or a model's entry as its ``config.json`` writes it, e.g.
             Llama 3.1's ``{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}``, or

@@ -23,7 +23,7 @@ VEGA := book/_static/vega/vega-embed.min.js
 
 .DEFAULT_GOAL := help
 .PHONY: help book test lint unit nbval nbval-generic binder-test html-test execute bench clean
-.PHONY: pdf student editions-test
+.PHONY: pdf student editions-test book-ko catalogues korean-test
 
 ## help: list the commands with what each does (this text).
 help:
@@ -69,8 +69,8 @@ book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 	touch $(BUILT_STAMP)
 
 ## test: lint, library tests, every chapter re-executed by nbval and in the Binder environment,
-## strict build, browser test of every page, the PDF and student editions.
-test: lint unit nbval nbval-generic binder-test book html-test editions-test
+## strict build, browser test of every page, the PDF and student editions, the Korean edition.
+test: lint unit nbval nbval-generic binder-test book html-test editions-test korean-test
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)
@@ -80,7 +80,7 @@ lint: $(STAMP)
 
 ## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser.
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels and not editions"
+	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels and not editions and not korean"
 
 ## nbval: every chapter re-executed and its stored outputs compared.
 nbval: $(STAMP)
@@ -149,6 +149,44 @@ editions-test: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 		$(STUDENT_HTML); status=$$?; \
 		wait $$full || status=1; wait $$student || status=1; exit $$status
 	$(BIN)/python -m pytest -m editions tests/book/test_pdf.py tests/book/test_student.py
+
+# The Korean edition: the same notebooks and execution cache, the prose from the catalogues in
+# locale/ko, with its own configuration (tools/korean_edition.py writes it from _config.yml) and
+# output folder. Every page is read again (--all), so that a changed catalogue reaches every page.
+KO := _build/ko
+KO_HTML := _build/html-ko
+I18N := _build/i18n
+## book-ko: build the Korean edition (한국어판) into _build/html-ko (strict, like `make book`).
+book-ko: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
+	$(BIN)/python tools/korean_edition.py html
+	$(BIN)/jupyter-book build . $(BOOK_FLAGS) --all --config $(KO)/_config.yml --path-output $(KO)
+	ln -sfn ko/_build/html $(KO_HTML)
+
+# The messages of the English book, extracted without executing it (tools/korean_edition.py); the
+# API page, generated from docstrings, stays in English and has no catalogue.
+EXTRACT_MESSAGES = $(BIN)/python tools/korean_edition.py gettext \
+	&& $(BIN)/jupyter-book build . $(BOOK_FLAGS) --config $(KO)/_config-gettext.yml \
+		--path-output $(I18N) --builder custom --custom-builder gettext \
+	&& rm -f $(I18N)/_build/gettext/book/api.pot
+## catalogues: extract the English book's messages and update locale/ko with them; then translate
+## what is new or marked fuzzy (the tests fail while any message is untranslated or fuzzy).
+catalogues: $(STAMP)
+	$(EXTRACT_MESSAGES)
+	$(BIN)/sphinx-intl update -p $(I18N)/_build/gettext -l ko -d locale
+
+## korean-test: the Korean edition against the English book: catalogues complete and current,
+## code cells and outputs identical, pages in Korean, language switches; its pages in the browser.
+korean-test: $(STAMP) book book-ko
+	$(EXTRACT_MESSAGES)
+	$(BIN)/python -m pytest -m korean tests/book/test_korean.py
+	BOOK_HTML_DIR=$(KO_HTML) $(BIN)/python -m pytest -m html tests/book/test_html.py \
+		-k "$(KOREAN_BROWSER_TESTS)"
+# What the browser checks on every Korean page: it reads offline (math, links, images, every
+# Hangul glyph from the web font), fits 400 px, reads in dark mode, every figure is live, and
+# what each page weighs.
+KOREAN_BROWSER_TESTS = test_page_reads_offline or test_page_fits_a_narrow_screen \
+	or test_figures_readable_in_dark_mode or test_figures_redraw_and_agree_with_pe_lib \
+	or test_first_visit_weight or test_no_request_failed
 
 ## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
 execute: $(STAMP)

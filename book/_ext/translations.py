@@ -1,0 +1,148 @@
+"""What the Korean edition needs of Sphinx beyond its translation catalogues.
+
+The catalogues (``locale/ko/LC_MESSAGES``) carry the prose. Three kinds of text escape Sphinx's
+own message extraction, and this extension brings them in:
+
+- an exercise's title (``{exercise} Title``): sphinx-exercise builds it without a source, so
+  Sphinx takes it for a built-in label; it is given its source here, before the catalogues are
+  applied, so that it is extracted and translated like a heading;
+- a figure's alt text (the chapters' ``mystnb.image.alt`` metadata): myst-nb makes the image only
+  after the catalogues are applied, so it is translated here, from the page's catalogue, after
+  that;
+- the article's own words: ``{article}`text``` marks a passage quoted verbatim from the Korean
+  article (``shared/article-ko.txt``), which the tests compare with the article character for
+  character. It renders as ``<span class="article-quote" lang="ko">``.
+
+It also adds a search language for Korean (``html_search_language = "ko"``): Sphinx has none, and
+its English fallback indexes a Korean word with its particle (``인코딩은``, ``인코딩을``), so that
+a search for ``인코딩`` finds neither. The Korean one indexes and searches by the word without
+the particle or ending that follows it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst.states import Inliner
+from sphinx.application import Sphinx
+from sphinx.locale import init as init_locale
+from sphinx.search import SearchLanguage, languages
+from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.i18n import docname_to_domain
+
+# Runs before Sphinx's Locale transform (priority 20), which translates the extracted messages.
+BEFORE_LOCALE = 15
+
+
+class ExerciseTitles(SphinxTransform):
+    """Give exercises' titles a source, so that the catalogues translate them.
+
+    sphinx-exercise merges the title into a new one without a source, after the catalogues are
+    applied and before the gettext builder reads the page: for that builder the exercise keeps a
+    copy of its title, which the builder extracts.
+    """
+
+    default_priority = BEFORE_LOCALE
+
+    def apply(self, **kwargs: Any) -> None:
+        for node in list(self.document.findall(nodes.subtitle)):
+            if node.source is None and type(node).__name__ == "exercise_subtitle":
+                node.source = self.document["source"]
+                node.line = 1
+                node.rawsource = node.astext()
+                if self.app.builder.name == "gettext":
+                    message = node.rawsource
+                    exercise = node.parent.parent
+                    copy = nodes.subtitle(message, message)
+                    copy.source, copy.line = node.source, node.line
+                    exercise += copy
+
+
+class TranslatedAltTexts(SphinxPostTransform):
+    """Translate every image's alt text with the page's catalogue (no-op in the English book)."""
+
+    default_priority = 900
+
+    def run(self, **kwargs: Any) -> None:
+        if not self.config.language or self.config.language == "en":
+            return
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        dirs = [os.path.join(self.env.srcdir, d) for d in self.config.locale_dirs]
+        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
+        if not has_catalog:
+            return
+        for image in self.document.findall(nodes.image):
+            alt = image.get("alt")
+            if alt:
+                image["alt"] = catalog.gettext(alt)
+
+
+def article_role(
+    name: str,
+    rawtext: str,
+    text: str,
+    lineno: int,
+    inliner: Inliner,
+    options: dict[str, Any] | None = None,
+    content: list[str] | None = None,
+) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+    """``{article}`...```: words quoted verbatim from the Korean article."""
+    return [nodes.inline(rawtext, text, classes=["article-quote"], lang="ko")], []
+
+
+# A Korean word is a stem followed by particles and endings; these are the ones that follow the
+# book's nouns (longest first, so that 에서 is stripped before 서 could be).
+KOREAN_ENDINGS = sorted(
+    """은 는 이 가 을 를 의 에 에서 에게 으로 로 와 과 도 만 까지 부터 보다 처럼 이다 이며 이고
+    이나 나 인 입니다 이라 라 에는 에도 으로는 로는 와는 과는 하는 하고 하여 해 한 할 했다 한다
+    된 되는 된다 들 들은 들을 들의 들이""".split(),
+    key=len,
+    reverse=True,
+)
+
+
+def korean_stem(word: str) -> str:
+    """``word`` without the particle or ending it ends with, when what is left is a word."""
+    for ending in KOREAN_ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 2:
+            return word[: -len(ending)]
+    return word
+
+
+# The same rule in JavaScript, for the words a reader types into the search box.
+KOREAN_STEMMER_JS = """
+const koreanEndings = %s;
+class Stemmer {
+  stemWord(word) {
+    for (const ending of koreanEndings) {
+      if (word.endsWith(ending) && word.length - ending.length >= 2) {
+        return word.slice(0, word.length - ending.length);
+      }
+    }
+    return word;
+  }
+}
+""" % ("[" + ", ".join(f'"{e}"' for e in KOREAN_ENDINGS) + "]")
+
+
+class SearchKorean(SearchLanguage):
+    """Korean: words split at spaces and punctuation, each searched for without its particle."""
+
+    lang = "ko"
+    language_name = "Korean"
+    js_stemmer_rawcode = ""
+    js_stemmer_code = KOREAN_STEMMER_JS
+
+    def stem(self, word: str) -> str:
+        return korean_stem(word.lower())
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_transform(ExerciseTitles)
+    app.add_post_transform(TranslatedAltTexts)
+    app.add_role("article", article_role)
+    languages["ko"] = SearchKorean
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,181 @@
+"""The Korean edition's catalogues (``locale/ko/LC_MESSAGES``), read as files: no build needed.
+
+Every message is translated and none is fuzzy; each translation keeps the markup of its English
+(math, code, roles: the shared parts of the page); the glossary's terms are used every time; and
+every passage marked as the article's own words (``{article}`...```) is the article's text,
+character for character. That the catalogues hold every message the English book has now (none
+missing, none stale) needs the book's messages extracted: ``tests/book/test_korean.py`` checks it
+after ``make book-ko``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from babel.messages.catalog import Catalog, Message
+from babel.messages.pofile import read_po
+
+from tests.book_sources import ROOT, markdown_of
+
+LOCALE = ROOT / "locale" / "ko" / "LC_MESSAGES"
+GLOSSARY = ROOT / "locale" / "ko" / "glossary.tsv"
+ARTICLE = ROOT.parent / "shared" / "article-ko.txt"
+CATALOGUES = sorted(LOCALE.rglob("*.po"))
+
+ARTICLE_ROLE = re.compile(r"\{article\}`([^`]*)`")
+# What a translation must carry over from its English unchanged: roles with their targets,
+# inline math, code spans, link targets.
+ROLE = re.compile(r"\{[a-z:]+\}`[^`]*`")
+INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)[^$]+?(?<!\\)\$")
+CODE = re.compile(r"(?<![`}])`[^`]+`")
+LINK_TARGET = re.compile(r"\]\(([^)]+)\)")
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+def page(path: Path) -> str:
+    return path.relative_to(LOCALE).with_suffix("").as_posix()
+
+
+def read(path: Path) -> Catalog:
+    with path.open("rb") as f:
+        return read_po(f, locale="ko")
+
+
+def messages(path: Path) -> list[Message]:
+    return [m for m in read(path) if m.id]
+
+
+def whitespace(text: str) -> str:
+    return " ".join(text.split())
+
+
+def shared_parts(text: str, *, quoting: bool = False) -> Counter[str]:
+    """The roles, inline math, code spans and link targets of a message.
+
+    ``quoting``: the translation quotes the article, whose plain text stands in for the math and
+    code of the English translation of it; only roles and link targets must stay then.
+    """
+    roles = [r for r in ROLE.findall(text) if not r.startswith("{article}")]
+    rest = ROLE.sub(" ", text)
+    parts = roles + LINK_TARGET.findall(text)
+    if not quoting:
+        parts += INLINE_MATH.findall(rest) + CODE.findall(INLINE_MATH.sub(" ", rest))
+    return Counter(parts)
+
+
+def prose(text: str) -> str:
+    """The English of a message without what is not prose (roles, math, code)."""
+    for pattern in (ROLE, INLINE_MATH, CODE):
+        text = pattern.sub(" ", text)
+    return text
+
+
+def glossary() -> list[tuple[re.Pattern[str], str]]:
+    """(English pattern, Korean term), longest English first."""
+    entries = []
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or not line.strip() or line.startswith("english\t"):
+            continue
+        english, korean, source = line.split("\t")
+        assert source in {"article", "book"}, line
+        entries.append((english, korean))
+    entries.sort(key=lambda e: len(e[0]), reverse=True)
+    return [(re.compile(rf"\b(?:{e})\b", re.IGNORECASE), k) for e, k in entries]
+
+
+def article_text() -> str:
+    return whitespace(ARTICLE.read_text(encoding="utf-8").replace("**", ""))
+
+
+def test_every_page_but_the_api_has_a_catalogue() -> None:
+    from tests.book_sources import GENERATED, toc_documents
+
+    expected = {doc for doc in toc_documents() if doc not in GENERATED}
+    assert {page(p) for p in CATALOGUES} == expected
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=page)
+def test_every_message_translated_none_fuzzy(path: Path) -> None:
+    untranslated = [m.id for m in messages(path) if not m.string]
+    fuzzy = [m.id for m in messages(path) if m.fuzzy]
+    assert not untranslated, f"{page(path)}: {len(untranslated)} untranslated: {untranslated[:3]}"
+    assert not fuzzy, f"{page(path)}: {len(fuzzy)} fuzzy: {fuzzy[:3]}"
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=page)
+def test_translations_keep_math_code_and_roles(path: Path) -> None:
+    for m in messages(path):
+        if not m.string:
+            continue
+        quoting = bool(ARTICLE_ROLE.search(m.string))
+        english = shared_parts(m.id, quoting=quoting)
+        korean = shared_parts(m.string, quoting=quoting)
+        missing = english - korean
+        assert not missing, f"{page(path)}: {sorted(missing)} lost in {m.string!r}"
+        if m.id.startswith("\n"):  # a display-math block is shared as it is
+            assert m.string == m.id, f"{page(path)}: display math changed: {m.string!r}"
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=page)
+def test_glossary_terms_used(path: Path) -> None:
+    terms = glossary()
+    for m in messages(path):
+        if not m.string:
+            continue
+        english = prose(m.id)
+        for pattern, korean in terms:
+            if pattern.search(english):
+                assert korean in m.string, (
+                    f"{page(path)}: {pattern.pattern!r} -> {korean!r} not in {m.string!r}"
+                )
+                english = pattern.sub(" ", english)
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=page)
+def test_article_quotes_are_verbatim(path: Path) -> None:
+    article = article_text()
+    for m in messages(path):
+        for quote in ARTICLE_ROLE.findall(m.string or ""):
+            assert whitespace(quote) in article, f"{page(path)}: not the article's text: {quote!r}"
+
+
+def blockquotes(doc: str) -> list[str]:
+    """The English book's blockquotes on a page (its translations of the article), as messages."""
+    quotes = []
+    for text in markdown_of(doc):
+        for block in re.findall(r"(?:^> ?.*\n?)+", text, re.MULTILINE):
+            quotes.append(whitespace(re.sub(r"^> ?", "", block, flags=re.MULTILINE)))
+    return quotes
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=page)
+def test_blockquotes_are_the_article_s_own_words(path: Path) -> None:
+    translated = {whitespace(m.id): m.string for m in messages(path)}
+    for quote in blockquotes(page(path)):
+        assert quote in translated, f"{page(path)}: blockquote not a message: {quote[:60]!r}"
+        korean = translated[quote]
+        if not korean:
+            continue
+        rest = ARTICLE_ROLE.sub("", korean)
+        assert ARTICLE_ROLE.search(korean) and not HANGUL.search(rest), (
+            f"{page(path)}: a blockquote translates the article: quote it with {{article}}: "
+            f"{korean!r}"
+        )
+
+
+def test_glossary_is_well_formed() -> None:
+    terms = glossary()
+    assert len(terms) >= 30
+    koreans = [k for _, k in terms]
+    assert len(set(koreans)) == len(koreans), "one Korean term per English term"
+
+
+def test_article_terms_are_the_article_s() -> None:
+    article = ARTICLE.read_text(encoding="utf-8")
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[2] == "article":
+            assert fields[1] in article, f"{fields[1]!r} is marked as the article's term"

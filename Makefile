@@ -182,11 +182,11 @@ korean-test: $(STAMP) book book-ko
 	BOOK_HTML_DIR=$(KO_HTML) $(BIN)/python -m pytest -m html tests/book/test_html.py \
 		-k "$(KOREAN_BROWSER_TESTS)"
 # What the browser checks on every Korean page: it reads offline (math, links, images, every
-# Hangul glyph from the web font), fits 400 px, reads in dark mode, every figure is live, and
-# what each page weighs.
+# Hangul glyph from the web font), fits 400 px, reads in dark mode, every figure is live, search
+# finds Korean words, and what each page weighs.
 KOREAN_BROWSER_TESTS = test_page_reads_offline or test_page_fits_a_narrow_screen \
 	or test_figures_readable_in_dark_mode or test_figures_redraw_and_agree_with_pe_lib \
-	or test_first_visit_weight or test_no_request_failed
+	or test_search_shows_the_matching_text or test_first_visit_weight or test_no_request_failed
 
 ## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
 execute: $(STAMP)

@@ -37,6 +37,9 @@ SWITCH_TO_ENGLISH = {
     "title": "This page in English",
 }
 
+# The text of the footer's link to the (English) PDF edition, and its Korean.
+PDF_LINK = ("The whole book as one PDF", "책 전체를 PDF 하나로 (영어판)")
+
 
 def korean(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` (the English book's) with the Korean edition's settings."""
@@ -54,6 +57,14 @@ def korean(config: dict[str, Any]) -> dict[str, Any]:
     # Korean words with their particles, found by their stems (book/_ext/korean_search.py).
     sphinx["html_search_language"] = "ko"
     sphinx.setdefault("html_context", {})["edition_switch"] = SWITCH_TO_ENGLISH
+    # The footer's link to the PDF edition, which is the English book.
+    english, korean_text = PDF_LINK
+    footer = config["html"]["extra_footer"]
+    if english not in footer:
+        raise SystemExit(
+            f"_config.yml's extra_footer no longer reads {english!r}: update {PDF_LINK}"
+        )
+    ko["html"]["extra_footer"] = footer.replace(english, korean_text)
     # The config file sits in _build/ko: jupyter-book reads local extensions relative to it.
     ko["sphinx"]["local_extensions"] = {
         name: str(Path("..", "..", path)) for name, path in ko["sphinx"]["local_extensions"].items()

@@ -98,8 +98,9 @@ nbval-generic: $(STAMP)
 binder-test: $(STAMP)
 	$(BIN)/python -m pytest tests -m binder
 
-## html-test: every page of the built book in headless Chromium, offline (builds it first).
-html-test: $(STAMP) book
+## html-test: every page of the built book in headless Chromium, offline (builds it first, and
+## the Korean edition, where its language switches lead).
+html-test: $(STAMP) book book-ko
 	$(BIN)/python -m pytest tests -m html
 
 # The PDF is the single-page HTML printed by Chromium (tools/print_pdf.py); the single-page build

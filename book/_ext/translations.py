@@ -11,7 +11,7 @@ own message extraction, and this extension brings them in:
   that;
 - the article's own words: ``{article}`text``` marks a passage quoted verbatim from the Korean
   article (``shared/article-ko.txt``), which the tests compare with the article character for
-  character. It renders as ``<span class="article-quote" lang="ko">``.
+  character. It renders as ``<span class="article-quote">``.
 
 It also adds a search language for Korean (``html_search_language = "ko"``): Sphinx has none, and
 its English fallback indexes a Korean word with its particle (``인코딩은``, ``인코딩을``), so that
@@ -90,7 +90,7 @@ def article_role(
     content: list[str] | None = None,
 ) -> tuple[list[nodes.Node], list[nodes.system_message]]:
     """``{article}`...```: words quoted verbatim from the Korean article."""
-    return [nodes.inline(rawtext, text, classes=["article-quote"], lang="ko")], []
+    return [nodes.inline(rawtext, text, classes=["article-quote"])], []
 
 
 # A Korean word is a stem followed by particles and endings; these are the ones that follow the

@@ -47,6 +47,17 @@ pytestmark = pytest.mark.html
 ROOT = Path(__file__).resolve().parents[2]
 # $BOOK_HTML_DIR checks another build (e.g. one made with --path-output); default: `make book`'s.
 HTML_DIR = Path(os.environ.get("BOOK_HTML_DIR", ROOT / "_build" / "html")).resolve()
+# The published site holds the Korean edition (make book-ko) under ko/, where the English pages'
+# language switches lead: the test server serves it there too.
+KOREAN_DIR = (ROOT / "_build" / "html-ko").resolve()
+
+
+def site_file(path: str) -> Path:
+    """The built file behind a path of the published site (``ko/...``: the Korean edition)."""
+    path = path.lstrip("/")
+    if path.startswith("ko/") and HTML_DIR != KOREAN_DIR:
+        return KOREAN_DIR / path.removeprefix("ko/")
+    return HTML_DIR / path
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 CHROMIUM_FLAGS = [
@@ -152,7 +163,7 @@ def local_target(page_url: str, href: str, base_url: str) -> tuple[Path, str] | 
     parts = urlsplit(absolute)
     if parts.scheme not in {"http", "https"} or not absolute.startswith(base_url):
         return None
-    path = HTML_DIR / unquote(parts.path).lstrip("/")
+    path = site_file(unquote(parts.path))
     if parts.path.endswith("/") or path.is_dir():
         path = path / "index.html"
     return path, unquote(parts.fragment)
@@ -167,6 +178,9 @@ NOT_FOUND: list[str] = []
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def translate_path(self, path: str) -> str:
+        return str(site_file(unquote(urlsplit(path).path)))
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib signature)
         pass
 
@@ -437,7 +451,7 @@ def check_links(page, page_url: str, base_url: str) -> list[str]:
             continue
         path, fragment = target
         if not path.is_file():
-            problems.append(f"broken link {href!r}: no file {path.relative_to(HTML_DIR)}")
+            problems.append(f"broken link {href!r}: no file {path}")
         elif fragment and path.suffix == ".html" and fragment not in ids_in(path):
             problems.append(f"broken anchor {href!r}: no id {fragment!r} in {path.name}")
     return problems

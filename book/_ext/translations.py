@@ -1,11 +1,13 @@
 """What the Korean edition needs of Sphinx beyond its translation catalogues.
 
-The catalogues (``locale/ko/LC_MESSAGES``) carry the prose. Three kinds of text escape Sphinx's
-own message extraction, and this extension brings them in:
+The catalogues (``locale/ko/LC_MESSAGES``) carry the prose. Some text escapes Sphinx's own
+message extraction or translation, and this extension brings it in:
 
 - an exercise's title (``{exercise} Title``): sphinx-exercise builds it without a source, so
   Sphinx takes it for a built-in label; it is given its source here, before the catalogues are
   applied, so that it is extracted and translated like a heading;
+- a solution's title, which sphinx-exercise takes from its exercise as the directive made it,
+  untranslated: the exercise is looked up again after the catalogues are applied;
 - a figure's alt text (the chapters' ``mystnb.image.alt`` metadata): myst-nb makes the image only
   after the catalogues are applied, so it is translated here, from the page's catalogue, after
   that;
@@ -59,6 +61,38 @@ class ExerciseTitles(SphinxTransform):
                     copy = nodes.subtitle(message, message)
                     copy.source, copy.line = node.source, node.line
                     exercise += copy
+
+
+class TranslatedExerciseRegistry(SphinxTransform):
+    """Give sphinx-exercise's registry the translated exercise titles.
+
+    The registry keeps each exercise as its directive made it, untranslated; a solution takes its
+    title from there ("Solution to Exercise 5.1 (title)"). After the catalogues are applied
+    (Sphinx's Locale transform, priority 20), each entry's title is the page's.
+    """
+
+    default_priority = 25
+
+    def apply(self, **kwargs: Any) -> None:
+        registry = getattr(self.env, "sphinx_exercise_registry", {})
+        for node in self.document.findall(nodes.Element):
+            entry = registry.get(node.get("label"))
+            if node.get("type") != "exercise" or entry is None or entry["node"] is node:
+                continue
+            translated, kept = _subtitle(node), _subtitle(entry["node"])
+            if translated is not None and kept is not None:
+                kept.children = []
+                kept.extend(child.deepcopy() for child in translated.children)
+
+
+def _subtitle(exercise: nodes.Element) -> nodes.Element | None:
+    """An exercise's subtitle (its own title, after "Exercise N"), if it has one."""
+    title = exercise.children[0] if exercise.children else None
+    if isinstance(title, nodes.Element) and len(title.children) > 1:
+        subtitle = title.children[1]
+        if isinstance(subtitle, nodes.subtitle):
+            return subtitle
+    return None
 
 
 class TranslatedAltTexts(SphinxPostTransform):
@@ -142,6 +176,7 @@ class SearchKorean(SearchLanguage):
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_transform(ExerciseTitles)
+    app.add_transform(TranslatedExerciseRegistry)
     app.add_post_transform(TranslatedAltTexts)
     app.add_role("article", article_role)
     languages["ko"] = SearchKorean

@@ -58,6 +58,8 @@ def site_file(path: str) -> Path:
     if path.startswith("ko/") and HTML_DIR != KOREAN_DIR:
         return KOREAN_DIR / path.removeprefix("ko/")
     return HTML_DIR / path
+
+
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 CHROMIUM_FLAGS = [

@@ -196,3 +196,16 @@ def test_article_quotes_exist() -> None:
         with path.open("rb") as f:
             quotes += [q for m in read_po(f) for q in ARTICLE_ROLE.findall(m.string or "")]
     assert len(quotes) >= 10, f"only {len(quotes)} passages of the article quoted"
+
+
+@pytest.mark.parametrize("relpath", PAGES)
+def test_exercise_and_solution_titles_are_korean(relpath: str) -> None:
+    """A solution's title repeats its exercise's, which sphinx-exercise keeps untranslated unless
+    the book's extension hands it the translation (book/_ext/translations.py)."""
+    titles = [
+        title.get_text(" ", strip=True)
+        for title in article(parsed(KOREAN, relpath)).select("p.admonition-title")
+        if "(" in title.get_text()
+    ]
+    english = [t for t in titles if not HANGUL.search(t.split("(", 1)[1])]
+    assert not english, f"{relpath}: titles left in English: {english}"

@@ -25,8 +25,20 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "ko"
 
-# The Korean title; the catalogues translate everything else.
-TITLE_KO = "위치 인코딩, 실행하며 읽기"
+# The book's title is its first page's heading: the Korean title is that heading's translation.
+TITLE_CATALOGUE = ROOT / "locale" / "ko" / "LC_MESSAGES" / "book" / "intro.po"
+
+
+def korean_title(title: str) -> str:
+    """The translation of ``title`` in the intro's catalogue."""
+    from babel.messages.pofile import read_po
+
+    with TITLE_CATALOGUE.open("rb") as f:
+        message = read_po(f).get(title)
+    if message is None or not message.string:
+        raise SystemExit(f"{TITLE_CATALOGUE.relative_to(ROOT)} does not translate {title!r}")
+    return str(message.string)
+
 
 # The Korean edition's language switch, back to the same page of the English book one folder up
 # (the English book's own switch, to ko/, is in _config.yml).
@@ -44,7 +56,7 @@ PDF_LINK = ("The whole book as one PDF", "책 전체를 PDF 하나로 (영어판
 def korean(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` (the English book's) with the Korean edition's settings."""
     ko = copy.deepcopy(config)
-    ko["title"] = TITLE_KO
+    ko["title"] = korean_title(config["title"])
     sphinx = ko["sphinx"]["config"]
     sphinx["language"] = "ko"
     sphinx["locale_dirs"] = ["locale"]

@@ -8,6 +8,7 @@ message extraction or translation, and this extension brings it in:
   applied, so that it is extracted and translated like a heading;
 - a solution's title, which sphinx-exercise takes from its exercise as the directive made it,
   untranslated: the exercise is looked up again after the catalogues are applied;
+- the captions of the book's parts (the table of contents adds them after the catalogues);
 - a figure's alt text (the chapters' ``mystnb.image.alt`` metadata): myst-nb makes the image only
   after the catalogues are applied, so it is translated here, from the page's catalogue, after
   that;
@@ -28,6 +29,7 @@ from typing import Any
 
 from docutils import nodes
 from docutils.parsers.rst.states import Inliner
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.locale import init as init_locale
 from sphinx.search import SearchLanguage, languages
@@ -95,18 +97,40 @@ def _subtitle(exercise: nodes.Element) -> nodes.Element | None:
     return None
 
 
+def page_catalogue(transform: SphinxTransform) -> Any | None:
+    """The translation catalogue of the page being built, or None (the English book)."""
+    config, env = transform.config, transform.env
+    if not config.language or config.language == "en":
+        return None
+    domain = docname_to_domain(env.docname, config.gettext_compact)
+    dirs = [os.path.join(env.srcdir, d) for d in config.locale_dirs]
+    catalog, has_catalog = init_locale(dirs, config.language, domain)
+    return catalog if has_catalog else None
+
+
+class TranslatedTocCaptions(SphinxTransform):
+    """Translate the captions of the book's parts, which jupyter-book's table of contents
+    (sphinx-external-toc's InsertToctrees, priority 100) adds after the catalogues are applied."""
+
+    default_priority = 101
+
+    def apply(self, **kwargs: Any) -> None:
+        catalog = page_catalogue(self)
+        if catalog is None:
+            return
+        for toctree in self.document.findall(addnodes.toctree):
+            if toctree.get("caption"):
+                toctree["caption"] = catalog.gettext(toctree["caption"])
+
+
 class TranslatedAltTexts(SphinxPostTransform):
     """Translate every image's alt text with the page's catalogue (no-op in the English book)."""
 
     default_priority = 900
 
     def run(self, **kwargs: Any) -> None:
-        if not self.config.language or self.config.language == "en":
-            return
-        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
-        dirs = [os.path.join(self.env.srcdir, d) for d in self.config.locale_dirs]
-        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
-        if not has_catalog:
+        catalog = page_catalogue(self)
+        if catalog is None:
             return
         for image in self.document.findall(nodes.image):
             alt = image.get("alt")
@@ -177,6 +201,7 @@ class SearchKorean(SearchLanguage):
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_transform(ExerciseTitles)
     app.add_transform(TranslatedExerciseRegistry)
+    app.add_transform(TranslatedTocCaptions)
     app.add_post_transform(TranslatedAltTexts)
     app.add_role("article", article_role)
     languages["ko"] = SearchKorean

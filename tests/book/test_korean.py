@@ -209,3 +209,14 @@ def test_exercise_and_solution_titles_are_korean(relpath: str) -> None:
     ]
     english = [t for t in titles if not HANGUL.search(t.split("(", 1)[1])]
     assert not english, f"{relpath}: titles left in English: {english}"
+
+
+def test_titles_and_table_of_contents_are_korean() -> None:
+    """The parts' captions (added by the table of contents after the catalogues are applied, and
+    translated by book/_ext/translations.py) and the book's title, in the sidebar of every page."""
+    for relpath in PAGES:
+        page = parsed(KOREAN, relpath)
+        captions = [c.get_text(strip=True) for c in page.select("nav.bd-docs-nav .caption-text")]
+        assert captions and all(HANGUL.search(c) for c in captions), f"{relpath}: {captions}"
+        title = page.find("title")
+        assert title is not None and HANGUL.search(title.get_text().split("—")[-1]), relpath

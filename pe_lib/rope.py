@@ -237,7 +237,7 @@ def _blocks(tensors: list[torch.Tensor]) -> list[list[torch.Tensor]]:
         ]
     step = max(1, _BLOCK_ELEMENTS // row)
     count = -(-x.shape[0] // step)
-    parts = [t.split(step) if t.shape[0] > 1 else (t,) * count for t in tensors]
+    parts = [torch.split(t, step) if t.shape[0] > 1 else (t,) * count for t in tensors]
     return [list(block) for block in zip(*parts, strict=True)]
 
 

@@ -252,7 +252,7 @@ def _check_even_size(name: str, value: object) -> int:
 
 def _log10_base(base: object) -> float:
     """The slider position of ``base``: its log10, which must be a multiple of 0.1 in [1, 6]."""
-    base = check_base(base)
+    base = check_base("base", base)
     exponent = round(math.log10(base), 1)
     if not 1 <= exponent <= 6 or abs(10**exponent - base) > 1e-9 * base:
         raise ValueError(f"base must be 10**e with e one of 1.0, 1.1, ..., 6.0, got {base}")
@@ -618,7 +618,7 @@ def scaling_chart(
     """
     alt_ = _altair()
     head_dim = _check_even_size("head_dim", head_dim)
-    base = check_base(base)
+    base = check_base("base", base)
     original_length = check_int_in_range("original_length", original_length, 1, 2**20)
     for name, value in (("factor", factor), ("length_ratio", length_ratio)):
         if not 1 <= check_real(name, value) <= 16 or value * 2 != round(value * 2):

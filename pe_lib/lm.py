@@ -38,6 +38,7 @@ from torch.nn import functional as F
 
 from ._validation import (
     check_choice,
+    check_instance,
     check_nonnegative_int,
     check_positive_int,
     check_real,
@@ -46,7 +47,7 @@ from .encodings import ENCODINGS, ScoreBias
 from .modules import LearnedPositionalEncoding
 from .rope import RotaryEmbedding
 from .rope_scaling import ScalingConfig, resolve_scaling
-from .toy import _causal_attention, _check_tokens, _fit, _position_modules
+from .toy import _causal_attention, _check_tokens, _core_sizes, _fit, _position_modules
 
 __all__ = [
     "CORPUS_FILE",
@@ -105,8 +106,7 @@ class CharVocabulary:
     chars: str
 
     def __init__(self, text: str) -> None:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        text = check_instance("text", text, str)
         if not text:
             raise ValueError("text must hold at least one character, got ''")
         self.chars = "".join(sorted(set(text)))
@@ -124,8 +124,7 @@ class CharVocabulary:
         Raises:
             ValueError: a character is not in the vocabulary (the first one is named).
         """
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        text = check_instance("text", text, str)
         unknown = next((c for c in text if c not in self._ids), None)
         if unknown is not None:
             raise ValueError(
@@ -233,15 +232,10 @@ class CharTransformer(nn.Module):
     ) -> None:
         super().__init__()
         self.position = check_choice("position", position, POSITION_KINDS)
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        self.d_model = check_positive_int("d_model", d_model)
-        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.vocab_size, self.d_model, self.num_heads, self.max_len = _core_sizes(
+            vocab_size, d_model, num_heads, max_len
+        )
         self.num_layers = check_positive_int("num_layers", num_layers)
-        self.max_len = check_positive_int("max_len", max_len)
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model={d_model} must be divisible by num_heads, got num_heads={num_heads}"
-            )
         # Drawn from the global RNG in this order: embedding, encoding, blocks, read-out.
         self.embedding = nn.Embedding(self.vocab_size, self.d_model)
         self.encoding, self.rotation, self.score_bias = _position_modules(
@@ -278,7 +272,7 @@ class CharTransformer(nn.Module):
             ValueError: ``seq_len`` exceeds :attr:`max_seq_len`, or an id is out of range.
         """
         _check_tokens(tokens, self.vocab_size)
-        _check_length(self, tokens.shape[1], "tokens.shape[1]")
+        _check_length("tokens.shape[1]", tokens.shape[1], self)
         x = self.encoding(self.embedding(tokens))
         for block in self.blocks:
             x = block(x, self.num_heads, self.rotation, self.score_bias)
@@ -333,7 +327,7 @@ def with_rope_scaling(
         TypeError: ``model`` is not a :class:`CharTransformer`.
         ValueError: ``model`` has no RoPE rotation, or ``rope_scaling`` is invalid.
     """
-    _check_model(model)
+    check_instance("model", model, CharTransformer)
     stretched = copy.deepcopy(model)
     stretched.rotation = _scaled_rotation(
         model.rotation,
@@ -342,11 +336,6 @@ def with_rope_scaling(
         max_position_embeddings,
     )
     return stretched
-
-
-def _check_model(model: object) -> None:
-    if not isinstance(model, CharTransformer):
-        raise TypeError(f"model must be a CharTransformer, got {type(model).__name__}")
 
 
 def _check_ids(name: str, ids: object, vocab_size: int, shortest: int) -> torch.Tensor:
@@ -372,7 +361,7 @@ def _check_ids(name: str, ids: object, vocab_size: int, shortest: int) -> torch.
     return ids
 
 
-def _check_length(model: CharTransformer, seq_len: int, name: str) -> None:
+def _check_length(name: str, seq_len: int, model: CharTransformer) -> None:
     longest = model.max_seq_len
     if longest is not None and seq_len > longest:
         raise ValueError(
@@ -451,13 +440,13 @@ def train_lm(
     Returns:
         the mean cross-entropy (nats per character) of each step, ``steps`` floats.
     """
-    _check_model(model)
+    check_instance("model", model, CharTransformer)
     steps = check_positive_int("steps", steps)
     seq_len = check_positive_int("seq_len", seq_len)
     batch_size = check_positive_int("batch_size", batch_size)
     lr = check_real("lr", lr, above=0.0)
     ids = _check_ids("ids", ids, model.vocab_size, seq_len + 1)
-    _check_length(model, seq_len, "seq_len")
+    _check_length("seq_len", seq_len, model)
     generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
     offsets = torch.arange(seq_len + 1)
 
@@ -493,9 +482,9 @@ def perplexity(model: CharTransformer, ids: torch.Tensor, seq_len: int) -> float
         ValueError: ``seq_len`` exceeds the model's :attr:`~CharTransformer.max_seq_len`
             (a learned table has no row there), or ``ids`` is shorter than one window.
     """
-    _check_model(model)
+    check_instance("model", model, CharTransformer)
     seq_len = check_positive_int("seq_len", seq_len)
-    _check_length(model, seq_len, "seq_len")
+    _check_length("seq_len", seq_len, model)
     ids = _check_ids("ids", ids, model.vocab_size, seq_len + 1)
     windows = (ids.numel() - 1) // seq_len
     inputs = ids[: windows * seq_len].view(windows, seq_len)

@@ -75,8 +75,8 @@ from ._precision import compute_dtype_for
 from ._tracing import is_tracing, static_size
 from ._tracing import quiet_while_tracing as _quiet_while_tracing
 from ._validation import (
-    LAYOUTS,
     check_head_dim,
+    check_instance,
     check_layout,
     check_nonnegative_int,
     check_position_span,
@@ -172,8 +172,8 @@ def rope_angles(
         dtype the caller works in (float32 on Apple's MPS, which has no float64): integer
         positions up to :math:`2^{53}` are exact in float64, and the product is rounded once.
     """
-    positions = check_positions(positions)
-    head_dim = check_head_dim(head_dim)
+    positions = check_positions("positions", positions)
+    head_dim = check_head_dim("head_dim", head_dim)
     config = resolve_scaling(scaling, base)
     seq_len = _length_for(config, positions, seq_len, "rope_angles")
     theta, _ = _frequencies_on(config, head_dim, seq_len, positions.device)
@@ -335,10 +335,9 @@ def _check_tables(x: torch.Tensor, cos: object, sin: object) -> tuple[torch.Tens
     return cos, sin
 
 
-def _check_out(x: torch.Tensor, out: object, name: str = "out") -> torch.Tensor:
+def _check_out(name: str, out: object, x: torch.Tensor) -> torch.Tensor:
     """A buffer for the rotation of ``x``: its shape, dtype and device, sharing no memory with it."""
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(out).__name__}")
+    out = check_instance(name, out, torch.Tensor)
     if (out.shape, out.dtype, out.device) != (x.shape, x.dtype, x.device):
         raise ValueError(
             f"{name} must have the shape, dtype and device of the input {tuple(x.shape)}, "
@@ -423,11 +422,11 @@ def rotate(
         float32 otherwise (``cos`` and ``sin`` are cast to that dtype) and rounded once,
         also inside ``torch.autocast``. Differentiable in ``x``, ``cos`` and ``sin``.
     """
-    x = check_rotary_input(x)
-    layout = check_layout(layout, LAYOUTS)
+    x = check_rotary_input("x", x)
+    layout = check_layout("layout", layout)
     cos, sin = _check_tables(x, cos, sin)
     if out is not None:
-        out = _check_out(x, out)
+        out = _check_out("out", out, x)
     dtype = _rotation_dtype(x)
     return _rotate(x, cos.to(dtype), sin.to(dtype), layout, out)
 
@@ -442,18 +441,6 @@ def _rotation_tables(
     return cos.to(dtype), sin.to(dtype)
 
 
-def _tables(
-    config: ScalingConfig,
-    head_dim: int,
-    seq_len: int | None,
-    positions: torch.Tensor,
-    dtype: torch.dtype,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention-scaled cos and sin ``(..., len(positions), n)`` on the positions' device."""
-    theta, attention_factor = _frequencies_on(config, head_dim, seq_len, positions.device)
-    return _rotation_tables(_angles(positions, theta), attention_factor, dtype)
-
-
 #: apply_rope's tables for its default positions ``0 .. seq_len - 1``, by everything they depend
 #: on; beyond ``_CACHED_TABLES`` entries, the least recently used is dropped.
 _TABLE_CACHE: OrderedDict[tuple[object, ...], tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
@@ -461,41 +448,46 @@ _CACHED_TABLES = 8
 _TABLE_CACHE_LOCK = threading.Lock()
 
 
-def _cached_tables(
+def _tables(
     config: ScalingConfig,
     head_dim: int,
     seq_len: int | None,
     positions: torch.Tensor,
     dtype: torch.dtype,
+    *,
+    cache: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`_tables` of ``positions = arange(n)``, computed once for each key and kept.
+    """Attention-scaled cos and sin ``(..., len(positions), n)`` on the positions' device.
 
-    Computing them costs about a tenth of a pass over a ``(8, 16, 1024, 64)`` input
-    (``benchmarks/README.md``). Tables made in inference mode are kept apart, since autograd
-    cannot save those for backward.
+    ``cache``: ``positions`` is ``arange(n)``, and the tables are kept for the next call with
+    the same arguments (their cost is about a tenth of a pass over a ``(8, 16, 1024, 64)``
+    input, ``benchmarks/README.md``). Tables made in inference mode are kept apart, since
+    autograd cannot save those for backward.
     """
-    key = (
-        config.rope_type,
-        config.entry.compute,
-        config.base,
-        repr(sorted(config.params.items())),
-        head_dim,
-        seq_len,
-        positions.shape[-1],
-        dtype,
-        positions.device,
-        torch.is_inference_mode_enabled(),
-    )
-    with _TABLE_CACHE_LOCK:
-        tables = _TABLE_CACHE.get(key)
-        if tables is not None:
-            _TABLE_CACHE.move_to_end(key)
-            return tables
-    tables = _tables(config, head_dim, seq_len, positions, dtype)
-    with _TABLE_CACHE_LOCK:
-        _TABLE_CACHE[key] = tables
-        while len(_TABLE_CACHE) > _CACHED_TABLES:
-            _TABLE_CACHE.popitem(last=False)
+    if cache:
+        key = (
+            config.rope_type,
+            config.entry.compute,
+            config.base,
+            repr(sorted(config.params.items())),
+            head_dim,
+            seq_len,
+            positions.shape[-1],
+            dtype,
+            positions.device,
+            torch.is_inference_mode_enabled(),
+        )
+        with _TABLE_CACHE_LOCK:
+            if key in _TABLE_CACHE:
+                _TABLE_CACHE.move_to_end(key)
+                return _TABLE_CACHE[key]
+    theta, attention_factor = _frequencies_on(config, head_dim, seq_len, positions.device)
+    tables = _rotation_tables(_angles(positions, theta), attention_factor, dtype)
+    if cache:
+        with _TABLE_CACHE_LOCK:
+            _TABLE_CACHE[key] = tables
+            while len(_TABLE_CACHE) > _CACHED_TABLES:
+                _TABLE_CACHE.popitem(last=False)
     return tables
 
 
@@ -547,22 +539,21 @@ def apply_rope(
         rounded once to ``x.dtype``, also inside ``torch.autocast``. Differentiable in ``x``.
     """
     with _quiet_while_tracing():
-        x = check_rotary_input(x)
+        x = check_rotary_input("x", x)
         config = resolve_scaling(scaling, base)
-        layout = check_layout(layout, LAYOUTS)
+        layout = check_layout("layout", layout)
         if out is not None:
-            out = _check_out(x, out)
+            out = _check_out("out", out, x)
         head_dim = static_size(x, -1)  # a Python int also while tracing: theta is fixed
         cached = positions is None and not (is_tracing() or torch.compiler.is_compiling())
         if positions is None:
             # under tracing, x.shape[-2] is a traced size, so the trace holds for every length
             positions = torch.arange(x.shape[-2], device=x.device)
         else:
-            positions = check_positions(positions)
-            check_positions_match(x, positions)
+            positions = check_positions("positions", positions)
+            check_positions_match("positions", positions, x)
         seq_len = _length_for(config, positions, seq_len, "apply_rope")
-        tables = _cached_tables if cached else _tables
-        cos, sin = tables(config, head_dim, seq_len, positions, _rotation_dtype(x))
+        cos, sin = _tables(config, head_dim, seq_len, positions, _rotation_dtype(x), cache=cached)
         return _rotate(x, cos, sin, layout, out)
 
 
@@ -625,10 +616,10 @@ class RotaryEmbedding(nn.Module):
         max_len: int = 2048,
     ) -> None:
         super().__init__()
-        self.head_dim: int = check_head_dim(head_dim)
+        self.head_dim: int = check_head_dim("head_dim", head_dim)
         self.scaling: ScalingConfig = resolve_scaling(scaling, base)
         self.base: float = self.scaling.base
-        self.layout: str = check_layout(layout, LAYOUTS)
+        self.layout: str = check_layout("layout", layout)
         self.max_len: int = check_positive_int("max_len", max_len)
         device = torch.device("cpu")
         cos, sin = self._tables(torch.arange(self.max_len), self._cache_length() or 1, device)
@@ -687,7 +678,7 @@ class RotaryEmbedding(nn.Module):
         seq_len: int | None,
         out: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        q, k = check_rotary_input(q, "q"), check_rotary_input(k, "k")
+        q, k = check_rotary_input("q", q), check_rotary_input("k", k)
         if self.scaling.entry.needs_seq_len and is_tracing():
             raise ValueError(
                 f"RotaryEmbedding with {self.scaling.rope_type!r} scaling cannot be traced with "
@@ -699,7 +690,7 @@ class RotaryEmbedding(nn.Module):
                 raise TypeError(
                     f"out must be a tuple (q_out, k_out) of two tensors, got {type(out).__name__}"
                 )
-            outs = (_check_out(q, out[0], "out[0]"), _check_out(k, out[1], "out[1]"))
+            outs = (_check_out("out[0]", out[0], q), _check_out("out[1]", out[1], k))
         offset = check_nonnegative_int("offset", offset)
         for name, t in (("q", q), ("k", k)):
             if t.shape[-1] != self.head_dim:

@@ -612,7 +612,7 @@ def resolve_scaling(
             message names the key and what to pass.
     """
     if base is not None:
-        base = check_base(base)
+        base = check_base("base", base)
     if max_position_embeddings is not None:
         max_position_embeddings = check_positive_int(
             "max_position_embeddings", max_position_embeddings
@@ -636,7 +636,7 @@ def resolve_scaling(
     entry = ROPE_SCALINGS[rope_type]
 
     if scaling.get("rope_theta") is not None:
-        theta = check_base(scaling["rope_theta"], "scaling['rope_theta']")
+        theta = check_base("scaling['rope_theta']", scaling["rope_theta"])
         if base is not None and theta != base:
             raise ValueError(
                 f"scaling['rope_theta'] is the frequency base and must agree with base, got "
@@ -730,7 +730,7 @@ def rope_frequencies(
         TypeError, ValueError: as :func:`pe_lib.rope_scaling.resolve_scaling`; ``ValueError``
             also for a missing ``seq_len`` where the method needs it.
     """
-    head_dim = check_head_dim(head_dim)
+    head_dim = check_head_dim("head_dim", head_dim)
     config = resolve_scaling(
         scaling, base, max_position_embeddings=max_position_embeddings, layer_type=layer_type
     )

@@ -24,6 +24,7 @@ from torch.nn import functional as F
 
 from ._validation import (
     check_choice,
+    check_instance,
     check_nonnegative_int,
     check_positive_int,
     check_real,
@@ -138,14 +139,9 @@ class ShiftedCopyModel(nn.Module):
     ) -> None:
         super().__init__()
         self.position = check_choice("position", position, ("none", *ENCODINGS))
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        self.d_model = check_positive_int("d_model", d_model)
-        self.num_heads = check_positive_int("num_heads", num_heads)
-        self.max_len = check_positive_int("max_len", max_len)
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model={d_model} must be divisible by num_heads, got num_heads={num_heads}"
-            )
+        self.vocab_size, self.d_model, self.num_heads, self.max_len = _core_sizes(
+            vocab_size, d_model, num_heads, max_len
+        )
         self.head_dim = self.d_model // self.num_heads
         # Parameters are created (and drawn from the global RNG) in this order: embedding,
         # encoding, attention, MLP, read-out. Encodings without parameters draw nothing.
@@ -209,11 +205,6 @@ class ShiftedCopyModel(nn.Module):
         return (logits, weights) if return_weights else logits
 
 
-def _check_model(model: object) -> None:
-    if not isinstance(model, ShiftedCopyModel):
-        raise TypeError(f"model must be a ShiftedCopyModel, got {type(model).__name__}")
-
-
 def train(
     model: ShiftedCopyModel,
     *,
@@ -238,7 +229,7 @@ def train(
     Returns:
         the cross-entropy loss of each step, ``steps`` floats.
     """
-    _check_model(model)
+    check_instance("model", model, ShiftedCopyModel)
     steps = check_positive_int("steps", steps)
     lr = check_real("lr", lr, above=0.0)
     generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
@@ -269,7 +260,7 @@ def evaluate(
         lag: the shift of the copy task, >= 1.
         seed: seed of the sequences' generator, an int in ``[0, 2**53 - 1]``.
     """
-    _check_model(model)
+    check_instance("model", model, ShiftedCopyModel)
     num_sequences = check_positive_int("num_sequences", num_sequences)
     generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
     tokens, targets = shifted_copy_batch(
@@ -284,6 +275,22 @@ def evaluate(
 
 
 # --- the model core, shared with pe_lib.lm ------------------------------------------------------
+
+
+def _core_sizes(
+    vocab_size: object, d_model: object, num_heads: object, max_len: object
+) -> tuple[int, int, int, int]:
+    """The checked sizes ``(vocab_size, d_model, num_heads, max_len)``: positive ints, with
+    ``num_heads`` dividing ``d_model``."""
+    vocab_size = check_positive_int("vocab_size", vocab_size)
+    d_model = check_positive_int("d_model", d_model)
+    num_heads = check_positive_int("num_heads", num_heads)
+    max_len = check_positive_int("max_len", max_len)
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} must be divisible by num_heads, got num_heads={num_heads}"
+        )
+    return vocab_size, d_model, num_heads, max_len
 
 
 def _position_modules(

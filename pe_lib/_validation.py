@@ -361,6 +361,29 @@ def check_instance(name: str, value: object, kind: type[_T]) -> _T:
     return value
 
 
+def check_int64_tensor(name: str, value: object, ndim: int, expected: str) -> torch.Tensor:
+    """An int64 tensor of ``ndim`` dimensions (token ids); ``expected`` describes it, e.g.
+    ``"an int64 tensor of shape (batch, seq_len)"``."""
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.int64 or value.dim() != ndim:
+        got = (
+            f"{value.dtype} {tuple(value.shape)}"
+            if isinstance(value, torch.Tensor)
+            else type(value).__name__
+        )
+        raise TypeError(f"{name} must be {expected}, got {got}")
+    return value
+
+
+def check_ids_below(name: str, ids: torch.Tensor, vocab_size: int) -> None:
+    """Every entry of the non-empty ``ids`` is in ``[0, vocab_size)``."""
+    lowest, highest = int(ids.min()), int(ids.max())
+    if lowest < 0 or highest >= vocab_size:
+        raise ValueError(
+            f"{name} must be ids in [0, vocab_size={vocab_size}), got values from {lowest} "
+            f"to {highest}"
+        )
+
+
 def check_callable(name: str, value: object, what: str) -> None:
     """A callable; ``what`` says what it must be, e.g. ``"a function f(n) -> (n,) values"``."""
     if not callable(value):

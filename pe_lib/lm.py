@@ -37,8 +37,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._validation import (
-    check_choice,
+    check_ids_below,
     check_instance,
+    check_int64_tensor,
     check_nonnegative_int,
     check_positive_int,
     check_real,
@@ -47,7 +48,7 @@ from .encodings import ENCODINGS, ScoreBias
 from .modules import LearnedPositionalEncoding
 from .rope import RotaryEmbedding
 from .rope_scaling import ScalingConfig, resolve_scaling
-from .toy import _causal_attention, _check_tokens, _core_sizes, _fit, _position_modules
+from .toy import _causal_attention, _check_tokens, _EmbeddedPositions, _fit
 
 __all__ = [
     "CORPUS_FILE",
@@ -182,7 +183,7 @@ class _Block(nn.Module):
         return out
 
 
-class CharTransformer(nn.Module):
+class CharTransformer(_EmbeddedPositions):
     """A causal Transformer over characters: ``num_layers`` of the toy model's blocks.
 
     ``x = E(tokens)`` plus the additive encoding if any, then ``num_layers`` pre-norm blocks
@@ -209,14 +210,7 @@ class CharTransformer(nn.Module):
         the logits at ``t`` depend on ``tokens[:, : t + 1]`` only.
     """
 
-    position: str
-    vocab_size: int
-    d_model: int
-    num_heads: int
     num_layers: int
-    max_len: int
-    rotation: nn.Module | None
-    score_bias: ScoreBias | None
 
     def __init__(
         self,
@@ -230,17 +224,10 @@ class CharTransformer(nn.Module):
         rope_scaling: Mapping[str, Any] | ScalingConfig | None = None,
         max_position_embeddings: int | None = None,
     ) -> None:
-        super().__init__()
-        self.position = check_choice("position", position, POSITION_KINDS)
-        self.vocab_size, self.d_model, self.num_heads, self.max_len = _core_sizes(
-            vocab_size, d_model, num_heads, max_len
-        )
-        self.num_layers = check_positive_int("num_layers", num_layers)
+        num_layers = check_positive_int("num_layers", num_layers)
         # Drawn from the global RNG in this order: embedding, encoding, blocks, read-out.
-        self.embedding = nn.Embedding(self.vocab_size, self.d_model)
-        self.encoding, self.rotation, self.score_bias = _position_modules(
-            self.position, self.d_model, self.num_heads, self.max_len
-        )
+        super().__init__(position, POSITION_KINDS, vocab_size, d_model, num_heads, max_len)
+        self.num_layers = num_layers
         if rope_scaling is not None:
             self.rotation = _scaled_rotation(
                 self.rotation, rope_scaling, self.position, max_position_embeddings
@@ -340,24 +327,13 @@ def with_rope_scaling(
 
 def _check_ids(name: str, ids: object, vocab_size: int, shortest: int) -> torch.Tensor:
     """``ids``: a 1-d int64 tensor of at least ``shortest`` ids in ``[0, vocab_size)``."""
-    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.int64 or ids.dim() != 1:
-        got = (
-            f"{ids.dtype} {tuple(ids.shape)}"
-            if isinstance(ids, torch.Tensor)
-            else type(ids).__name__
-        )
-        raise TypeError(f"{name} must be a 1-d int64 tensor of character ids, got {got}")
+    ids = check_int64_tensor(name, ids, 1, "a 1-d int64 tensor of character ids")
     if ids.numel() < shortest:
         raise ValueError(
             f"{name} must hold at least {shortest} ids (one window and its next character), "
             f"got {ids.numel()}"
         )
-    lowest, highest = int(ids.min()), int(ids.max())
-    if lowest < 0 or highest >= vocab_size:
-        raise ValueError(
-            f"{name} must be ids in [0, vocab_size={vocab_size}), got values from {lowest} "
-            f"to {highest}"
-        )
+    check_ids_below(name, ids, vocab_size)
     return ids
 
 

@@ -342,13 +342,23 @@ def _yarn_mscale(factor: float, mscale: float) -> float:
     return 1.0 if factor <= 1.0 else 0.1 * mscale * math.log(factor) + 1.0
 
 
-def _prepare_yarn(params: dict[str, Any], max_position_embeddings: int | None) -> None:
-    if params["beta_slow"] >= params["beta_fast"]:
+def _check_order(params: Mapping[str, Any], lower: str, upper: str, strict: bool, why: str) -> None:
+    """``params[lower]`` below (``strict``) or at most ``params[upper]``; ``why`` explains it."""
+    low, high = params[lower], params[upper]
+    if low >= high if strict else low > high:
+        relation = "below" if strict else "at most"
         raise ValueError(
-            f"scaling['beta_slow'] must be below scaling['beta_fast'] (pairs turning more than "
-            f"beta_fast times are kept, fewer than beta_slow times interpolated), got "
-            f"beta_slow={params['beta_slow']!r} and beta_fast={params['beta_fast']!r}"
+            f"scaling[{lower!r}] must be {relation} scaling[{upper!r}]{why}, got {lower}={low!r} "
+            f"and {upper}={high!r}"
         )
+
+
+def _prepare_yarn(params: dict[str, Any], max_position_embeddings: int | None) -> None:
+    why = (
+        " (pairs turning more than beta_fast times are kept, fewer than beta_slow times "
+        "interpolated)"
+    )
+    _check_order(params, "beta_slow", "beta_fast", True, why)
 
 
 def _yarn(
@@ -411,12 +421,7 @@ def _longrope(
 
 
 def _prepare_llama3(params: dict[str, Any], max_position_embeddings: int | None) -> None:
-    low, high = params["low_freq_factor"], params["high_freq_factor"]
-    if low > high:
-        raise ValueError(
-            f"scaling['low_freq_factor'] must be at most scaling['high_freq_factor'], got "
-            f"low_freq_factor={low!r} and high_freq_factor={high!r}"
-        )
+    _check_order(params, "low_freq_factor", "high_freq_factor", False, "")
 
 
 def _llama3(

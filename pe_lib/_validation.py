@@ -355,9 +355,10 @@ def check_real(
 
 
 def check_instance(name: str, value: object, kind: type[_T]) -> _T:
-    """An instance of ``kind`` (subclasses included)."""
+    """An instance of ``kind`` (subclasses included); torch's classes are named ``torch.X``."""
     if not isinstance(value, kind):
-        raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+        prefix = "torch." if kind.__module__ == "torch" else ""
+        raise TypeError(f"{name} must be a {prefix}{kind.__name__}, got {type(value).__name__}")
     return value
 
 

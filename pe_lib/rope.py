@@ -545,7 +545,9 @@ def apply_rope(
         if out is not None:
             out = _check_out("out", out, x)
         head_dim = static_size(x, -1)  # a Python int also while tracing: theta is fixed
-        cached = positions is None and not (is_tracing() or torch.compiler.is_compiling())
+        # kept tables: plain tensors only (not a trace's, a compiled graph's or fake ones)
+        cached = positions is None and type(x) is torch.Tensor
+        cached = cached and not (is_tracing() or torch.compiler.is_compiling())
         if positions is None:
             # under tracing, x.shape[-2] is a traced size, so the trace holds for every length
             positions = torch.arange(x.shape[-2], device=x.device)

@@ -216,6 +216,20 @@ def test_table_cache_is_bounded_and_apart_for_inference_mode():
     assert y.grad is not None
 
 
+def test_fake_tensors_leave_no_tables_behind():
+    """Tables made for fake tensors (shape propagation) would hold no values: never kept."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from pe_lib import rope
+
+    rope._TABLE_CACHE.clear()
+    with FakeTensorMode():
+        assert apply_rope(torch.randn(2, 5, 8)).shape == (2, 5, 8)
+    assert not rope._TABLE_CACHE
+    x = torch.randn(2, 5, 8)
+    torch.testing.assert_close(apply_rope(x), apply_rope(x, torch.arange(5)), rtol=0, atol=0)
+
+
 # --- scalings whose frequencies depend on the length ------------------------------------------
 
 

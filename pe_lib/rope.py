@@ -89,8 +89,8 @@ from .rope_scaling import ScalingConfig, frequencies_of, resolve_scaling, rope_f
 
 __all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies", "rotate"]
 
-#: Elements of ``x`` rotated per block (512 KiB of float32) when autograd is off.
-_BLOCK_ELEMENTS = 1 << 17
+#: Elements of ``x`` rotated per block (1 MiB of float32) when autograd is off.
+_BLOCK_ELEMENTS = 1 << 18
 
 
 def _frequencies_on(

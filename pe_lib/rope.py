@@ -89,8 +89,12 @@ from .rope_scaling import ScalingConfig, frequencies_of, resolve_scaling, rope_f
 
 __all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies", "rotate"]
 
-#: Elements of ``x`` rotated per block (1 MiB of float32) when autograd is off.
-_BLOCK_ELEMENTS = 1 << 18
+#: Elements of ``x`` rotated per block when autograd is off: 512 KiB of float32, so that a block,
+#: its output and the tables stay in a 1 MiB per-core cache; a staged block (a float16 or
+#: bfloat16 input copied to float32) twice that, since its five operations per block pay their
+#: fixed cost more often (``benchmarks/README.md``).
+_BLOCK_ELEMENTS = 1 << 17
+_STAGED_BLOCK_ELEMENTS = 1 << 18
 
 
 def _frequencies_on(
@@ -218,24 +222,24 @@ def _rotate_formula(
     return torch.stack((even * cos - odd * sin, odd * cos + even * sin), dim=-1).flatten(-2)
 
 
-def _blocks(tensors: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+def _blocks(tensors: list[torch.Tensor], size: int) -> list[list[torch.Tensor]]:
     """``tensors`` cut alike along their leading dimensions into blocks of whole vectors.
 
     ``tensors[0]`` is ``x``, ``(..., seq_len, head_dim)``; the others have as many dimensions,
-    with leading sizes 1 (shared) or those of ``x``. A block holds at most ``_BLOCK_ELEMENTS``
-    elements of ``x`` (or one vector): the leading dimensions are cut first, then the sequence.
+    with leading sizes 1 (shared) or those of ``x``. A block holds at most ``size`` elements of
+    ``x`` (or one vector): the leading dimensions are cut first, then the sequence.
     """
     x = tensors[0]
-    if x.numel() <= _BLOCK_ELEMENTS or x.dim() < 2:
+    if x.numel() <= size or x.dim() < 2:
         return [tensors]
     row = x[0].numel()
-    if row > _BLOCK_ELEMENTS and x.dim() > 2:
+    if row > size and x.dim() > 2:
         return [
             block
             for i in range(x.shape[0])
-            for block in _blocks([t[0] if t.shape[0] == 1 else t[i] for t in tensors])
+            for block in _blocks([t[0] if t.shape[0] == 1 else t[i] for t in tensors], size)
         ]
-    step = max(1, _BLOCK_ELEMENTS // row)
+    step = max(1, size // row)
     count = -(-x.shape[0] // step)
     parts = [torch.split(t, step) if t.shape[0] > 1 else (t,) * count for t in tensors]
     return [list(block) for block in zip(*parts, strict=True)]
@@ -271,8 +275,8 @@ def _rotate_into(
     when ``x`` and ``out`` are in ``cos.dtype`` and their pairs view as complex numbers. Half:
     ``x cos`` over whole rows, then the half-rows' products with sin added. Those passes, and
     an input staged in ``cos.dtype`` (its result rounded once to ``out.dtype``), run block by
-    block (``_BLOCK_ELEMENTS``), each block small enough to stay in a per-core cache, so ``x``
-    is read from memory once and ``out`` written once.
+    block (``_BLOCK_ELEMENTS``, ``_STAGED_BLOCK_ELEMENTS``), each block small enough to stay in
+    a per-core cache, so ``x`` is read from memory once and ``out`` written once.
     """
     lead = (1,) * (x.dim() - cos.dim())
     cos, sin = cos.reshape(*lead, *cos.shape), sin.reshape(*lead, *sin.shape)
@@ -285,12 +289,13 @@ def _rotate_into(
     else:
         tables = [torch.cat((cos, cos), dim=-1), sin]
         if x.dtype == dtype:  # no staging: straight from x into out
-            for xb, x1, x2, ob, o1, o2, cb, sb in _blocks([*_halves(x), *_halves(out), *tables]):
+            blocks = _blocks([*_halves(x), *_halves(out), *tables], _BLOCK_ELEMENTS)
+            for xb, x1, x2, ob, o1, o2, cb, sb in blocks:
                 _half_into((xb, x1, x2), (ob, o1, o2), cb, sb)
             return
     # Staged: each block is copied into contiguous scratch in cos.dtype, rotated there and
     # rounded once into out (interleaved in place, as the copy's pairs view as complex numbers).
-    blocks = _blocks([x, out, *tables])
+    blocks = _blocks([x, out, *tables], _STAGED_BLOCK_ELEMENTS)
     size = max(block[0].numel() for block in blocks)
     scratch = torch.empty(2 * size, dtype=dtype, device=x.device)
     views: dict[torch.Size, tuple[tuple[torch.Tensor, ...], ...]] = {}  # by block shape

@@ -407,7 +407,7 @@ def test_compiles_in_one_graph(layout):
     "shape", [(70_000, 4), (3, 50_000, 6), (2, 5, 3000, 64), (1, 3, 2, 70_000, 2)]
 )
 def test_blockwise_rotation_equals_the_differentiable_formula(layout, dtype, shape):
-    """Inputs larger than one block (2**18 elements), split along every kind of leading dimension."""
+    """Inputs larger than one block (2**17 elements, 2**18 staged), split along every leading dimension."""
     x = torch.randn(shape).to(dtype)
     positions = torch.randint(0, 10**6, shape[-2:-1])
     blockwise = apply_rope(x, positions, layout=layout)

@@ -14,6 +14,7 @@ import reprlib
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -46,6 +47,8 @@ __all__ = [
 #: because angles are formed as ``position * omega`` in float64: beyond it, neighbouring
 #: positions round to the same float and their rows silently coincide.
 MAX_EXACT_INT = 2**53 - 1
+
+_T = TypeVar("_T")
 
 _BOUND = "2**53 - 1 (float64 represents integers exactly only up to 2**53)"
 
@@ -140,7 +143,7 @@ def _warn_renamed(old: str, new: str) -> None:
     )
 
 
-def check_base(value: object, name: str = "base") -> float:
+def check_base(name: str, value: object) -> float:
     """The base of the geometric frequency progression: a finite real number > 1."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
@@ -154,7 +157,7 @@ def check_base(value: object, name: str = "base") -> float:
     return value
 
 
-def check_dropout(value: object, name: str = "dropout") -> float:
+def check_dropout(name: str, value: object) -> float:
     """A dropout probability in [0, 1)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
@@ -197,9 +200,9 @@ def check_choice(
 
 
 def check_layout(
+    name: str,
     value: object,
     allowed: tuple[str, ...] = LAYOUTS,
-    name: str = "layout",
     aliases: dict[str, str] | None = None,
 ) -> str:
     """One of the channel layouts ``allowed`` (:data:`LAYOUTS` unless given)."""
@@ -233,7 +236,7 @@ def check_indices(name: str, values: object, stop: int, *, distinct: bool = Fals
     return indices
 
 
-def check_floating_dtype(value: object, name: str = "dtype") -> torch.dtype:
+def check_floating_dtype(name: str, value: object) -> torch.dtype:
     """A floating-point ``torch.dtype``."""
     if not isinstance(value, torch.dtype):
         raise TypeError(
@@ -248,12 +251,12 @@ def check_floating_dtype(value: object, name: str = "dtype") -> torch.dtype:
     return value
 
 
-def check_device(value: object, name: str = "device") -> torch.device | None:
+def check_device(name: str, value: object) -> torch.device | None:
     """``None``, a ``torch.device`` or a device string such as ``"cpu"`` or ``"cuda:0"``."""
     if value is None:
         return None
     if isinstance(value, torch.device):
-        return _check_available(value, name)
+        return _check_available(name, value)
     if not isinstance(value, str):
         raise TypeError(
             f"{name} must be a torch.device, a str such as 'cpu', or None, "
@@ -265,10 +268,10 @@ def check_device(value: object, name: str = "device") -> torch.device | None:
         raise ValueError(
             f"{name} must name a device such as 'cpu' or 'cuda:0', got {value!r}"
         ) from None
-    return _check_available(device, name)
+    return _check_available(name, device)
 
 
-def _check_available(device: torch.device, name: str) -> torch.device:
+def _check_available(name: str, device: torch.device) -> torch.device:
     """``device`` if a tensor can be placed on it (torch raises deep inside otherwise)."""
     try:
         torch.empty(0, device=device)
@@ -279,7 +282,7 @@ def _check_available(device: torch.device, name: str) -> torch.device:
     return device
 
 
-def check_table_size(num_rows: int, num_columns: int, rows_name: str, columns_name: str) -> None:
+def check_table_size(rows_name: str, num_rows: int, columns_name: str, num_columns: int) -> None:
     """A ``(num_rows, num_columns)`` tensor has at most ``2**63 - 1`` elements (torch's limit)."""
     if num_rows * num_columns > 2**63 - 1:
         raise ValueError(
@@ -288,7 +291,7 @@ def check_table_size(num_rows: int, num_columns: int, rows_name: str, columns_na
         )
 
 
-def check_features(x: object, d_model: int, name: str = "x", ndim: int = 3) -> torch.Tensor:
+def check_features(name: str, x: object, d_model: int, ndim: int = 3) -> torch.Tensor:
     """A floating tensor of shape (batch, seq_len, d_model) (``ndim`` dimensions in all).
 
     With ``ndim == 3`` the sequence must hold at least one position (``seq_len >= 1``). While
@@ -296,10 +299,10 @@ def check_features(x: object, d_model: int, name: str = "x", ndim: int = 3) -> t
     for the example input only (a trace holds no Python checks), without tracer warnings.
     """
     with quiet_while_tracing():
-        return _check_features(x, d_model, name, ndim)
+        return _check_features(name, x, d_model, ndim)
 
 
-def _check_features(x: object, d_model: int, name: str, ndim: int) -> torch.Tensor:
+def _check_features(name: str, x: object, d_model: int, ndim: int) -> torch.Tensor:
     expected = "(batch, seq_len, d_model)" if ndim == 3 else f"{ndim} dimensions"
     if not isinstance(x, torch.Tensor):
         raise TypeError(
@@ -351,6 +354,43 @@ def check_real(
     return value
 
 
+def check_instance(name: str, value: object, kind: type[_T]) -> _T:
+    """An instance of ``kind`` (subclasses included); torch's classes are named ``torch.X``."""
+    if not isinstance(value, kind):
+        prefix = "torch." if kind.__module__ == "torch" else ""
+        raise TypeError(f"{name} must be a {prefix}{kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def check_int64_tensor(name: str, value: object, ndim: int, expected: str) -> torch.Tensor:
+    """An int64 tensor of ``ndim`` dimensions (token ids); ``expected`` describes it, e.g.
+    ``"an int64 tensor of shape (batch, seq_len)"``."""
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.int64 or value.dim() != ndim:
+        got = (
+            f"{value.dtype} {tuple(value.shape)}"
+            if isinstance(value, torch.Tensor)
+            else type(value).__name__
+        )
+        raise TypeError(f"{name} must be {expected}, got {got}")
+    return value
+
+
+def check_ids_below(name: str, ids: torch.Tensor, vocab_size: int) -> None:
+    """Every entry of the non-empty ``ids`` is in ``[0, vocab_size)``."""
+    lowest, highest = int(ids.min()), int(ids.max())
+    if lowest < 0 or highest >= vocab_size:
+        raise ValueError(
+            f"{name} must be ids in [0, vocab_size={vocab_size}), got values from {lowest} "
+            f"to {highest}"
+        )
+
+
+def check_callable(name: str, value: object, what: str) -> None:
+    """A callable; ``what`` says what it must be, e.g. ``"a function f(n) -> (n,) values"``."""
+    if not callable(value):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+
+
 def check_bool(name: str, value: object) -> bool:
     """A ``bool`` (not an int standing for one)."""
     if not isinstance(value, bool):
@@ -360,7 +400,7 @@ def check_bool(name: str, value: object) -> bool:
     return value
 
 
-def check_head_dim(value: object, name: str = "head_dim") -> int:
+def check_head_dim(name: str, value: object) -> int:
     """The size of the vectors RoPE rotates: a positive even int (channels turn in pairs)."""
     value = check_positive_int(name, value)
     if value % 2:
@@ -370,7 +410,7 @@ def check_head_dim(value: object, name: str = "head_dim") -> int:
     return value
 
 
-def check_positions(positions: object, name: str = "positions") -> torch.Tensor:
+def check_positions(name: str, positions: object) -> torch.Tensor:
     """Rotation positions: an int64 (or float64, for fractional positions) tensor of shape
     ``(..., seq_len)``, at least one dimension, entries finite, in ``[0, 2**53 - 1]`` (the
     entries are checked except under ``torch.compile``)."""
@@ -399,10 +439,9 @@ def check_positions(positions: object, name: str = "positions") -> torch.Tensor:
     return positions
 
 
-def check_rotary_input(x: object, name: str = "x") -> torch.Tensor:
+def check_rotary_input(name: str, x: object) -> torch.Tensor:
     """Queries or keys to rotate: a floating tensor ``(..., seq_len, head_dim)``, ``head_dim`` even."""
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    x = check_instance(name, x, torch.Tensor)
     if not x.is_floating_point():
         raise TypeError(
             f"{name} must have a floating dtype (float16, bfloat16, float32, float64), got {x.dtype}"
@@ -420,9 +459,7 @@ def check_rotary_input(x: object, name: str = "x") -> torch.Tensor:
     return x
 
 
-def check_positions_match(
-    x: torch.Tensor, positions: torch.Tensor, name: str = "positions"
-) -> None:
+def check_positions_match(name: str, positions: torch.Tensor, x: torch.Tensor) -> None:
     """``positions`` is ``(seq_len,)`` or ``x.shape[:-1]`` with leading sizes possibly 1."""
     lead = tuple(x.shape[:-2])
     seq_len = x.shape[-2]

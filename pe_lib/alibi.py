@@ -114,9 +114,9 @@ def alibi_bias(
             f"positions), got q_len={q_len}"
         )
     causal = check_bool("causal", causal)
-    dtype = check_floating_dtype(dtype)
-    device = check_device(device)
-    check_table_size(num_heads * q_len, k_len, "num_heads * q_len", "k_len")
+    dtype = check_floating_dtype("dtype", dtype)
+    device = check_device("device", device)
+    check_table_size("num_heads * q_len", num_heads * q_len, "k_len", k_len)
 
     query_positions = torch.arange(k_len - q_len, k_len, dtype=torch.float64)  # (q_len,)
     key_positions = torch.arange(k_len, dtype=torch.float64)  # (k_len,)

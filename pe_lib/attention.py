@@ -209,7 +209,7 @@ class SelfAttention(nn.Module):
             x: input features, of the dtype of the module's weights.
             mask: optional bool mask, see :func:`scaled_dot_product_attention`.
         """
-        check_features(x, self.d_model)
+        check_features("x", x, self.d_model)
         if x.dtype != self.w_q.weight.dtype:
             raise TypeError(
                 f"x must have the dtype of the module's weights, {self.w_q.weight.dtype}, got "

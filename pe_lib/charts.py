@@ -243,6 +243,12 @@ def _range(
     return parameter
 
 
+def _rows(alt_: Any, field: str, stop: int, keep: str, title: str) -> Any:
+    """A chart of the rows ``field = 0 .. stop - 1`` (Vega's ``sequence``) for which the Vega
+    expression ``keep`` holds, e.g. ``"datum.pos < num_positions"`` for a slider's count."""
+    return alt_.Chart(alt_.sequence(0, stop, as_=field), title=title).transform_filter(keep)
+
+
 def _check_even_size(name: str, value: object) -> int:
     size = check_int_in_range(name, value, 4, 512)
     if size % 2:
@@ -252,7 +258,7 @@ def _check_even_size(name: str, value: object) -> int:
 
 def _log10_base(base: object) -> float:
     """The slider position of ``base``: its log10, which must be a multiple of 0.1 in [1, 6]."""
-    base = check_base(base)
+    base = check_base("base", base)
     exponent = round(math.log10(base), 1)
     if not 1 <= exponent <= 6 or abs(10**exponent - base) > 1e-9 * base:
         raise ValueError(f"base must be 10**e with e one of 1.0, 1.1, ..., 6.0, got {base}")
@@ -319,8 +325,7 @@ def frequency_chart(
         _range("num_positions", num_positions, 10, 500, 10, "positions "),
     ]
     chart = (
-        alt_.Chart(alt_.sequence(0, 500, as_="pos"), title="PE(pos, column) against position pos")
-        .transform_filter("datum.pos < num_positions")
+        _rows(alt_, "pos", 500, "datum.pos < num_positions", "PE(pos, column) against position pos")
         .transform_calculate(column="split(columns, ',')")
         .transform_flatten(["column"])
         .transform_calculate(column="toNumber(trim(datum.column))")
@@ -376,8 +381,7 @@ def wavelength_chart(d_model: int = 64, base: float = DEFAULT_BASE) -> Explorabl
     d_model = _check_even_size("d_model", d_model)
     log10_base = _log10_base(base)
     chart = (
-        alt_.Chart(alt_.sequence(0, 256, as_="pair"), title="wavelength of each sine/cosine pair")
-        .transform_filter("datum.pair < d_model / 2")
+        _rows(alt_, "pair", 256, "datum.pair < d_model / 2", "wavelength of each sine/cosine pair")
         .transform_calculate(wavelength=f"2 * PI / {_omega('datum.pair', 'd_model')}")
         .mark_point(filled=True, size=18)
         .encode(
@@ -422,8 +426,7 @@ def dot_product_chart(
         _range("max_distance", max_distance, 10, 200, 10, "largest distance "),
     ]
     chart = (
-        alt_.Chart(alt_.sequence(0, 201, as_="k"), title="PE(pos) · PE(pos + k), for every pos")
-        .transform_filter("datum.k <= max_distance")
+        _rows(alt_, "k", 201, "datum.k <= max_distance", "PE(pos) · PE(pos + k), for every pos")
         .transform_calculate(pair="sequence(0, d_model / 2)")
         .transform_flatten(["pair"])
         .transform_calculate(term=f"cos(datum.k * {_omega('datum.pair', 'd_model')})")
@@ -542,8 +545,7 @@ def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFi
         _range("max_distance", max_distance, 4, 64, 1, "largest distance "),
     ]
     chart = (
-        alt_.Chart(alt_.sequence(0, 16, as_="head"), title="ALiBi bias added to the scores")
-        .transform_filter("datum.head < num_heads")
+        _rows(alt_, "head", 16, "datum.head < num_heads", "ALiBi bias added to the scores")
         .transform_calculate(c="pow(2, floor(log(num_heads) / LN2 + 1e-9))")
         .transform_calculate(slope=_ALIBI_SLOPE)
         .transform_calculate(distance="sequence(0, max_distance + 1)")
@@ -618,7 +620,7 @@ def scaling_chart(
     """
     alt_ = _altair()
     head_dim = _check_even_size("head_dim", head_dim)
-    base = check_base(base)
+    base = check_base("base", base)
     original_length = check_int_in_range("original_length", original_length, 1, 2**20)
     for name, value in (("factor", factor), ("length_ratio", length_ratio)):
         if not 1 <= check_real(name, value) <= 16 or value * 2 != round(value * 2):

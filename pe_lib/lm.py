@@ -37,7 +37,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._validation import (
-    check_choice,
+    check_ids_below,
+    check_instance,
+    check_int64_tensor,
     check_nonnegative_int,
     check_positive_int,
     check_real,
@@ -46,7 +48,7 @@ from .encodings import ENCODINGS, ScoreBias
 from .modules import LearnedPositionalEncoding
 from .rope import RotaryEmbedding
 from .rope_scaling import ScalingConfig, resolve_scaling
-from .toy import _causal_attention, _check_tokens, _fit, _position_modules
+from .toy import _causal_attention, _check_tokens, _EmbeddedPositions, _fit
 
 __all__ = [
     "CORPUS_FILE",
@@ -105,8 +107,7 @@ class CharVocabulary:
     chars: str
 
     def __init__(self, text: str) -> None:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        text = check_instance("text", text, str)
         if not text:
             raise ValueError("text must hold at least one character, got ''")
         self.chars = "".join(sorted(set(text)))
@@ -124,8 +125,7 @@ class CharVocabulary:
         Raises:
             ValueError: a character is not in the vocabulary (the first one is named).
         """
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        text = check_instance("text", text, str)
         unknown = next((c for c in text if c not in self._ids), None)
         if unknown is not None:
             raise ValueError(
@@ -183,7 +183,7 @@ class _Block(nn.Module):
         return out
 
 
-class CharTransformer(nn.Module):
+class CharTransformer(_EmbeddedPositions):
     """A causal Transformer over characters: ``num_layers`` of the toy model's blocks.
 
     ``x = E(tokens)`` plus the additive encoding if any, then ``num_layers`` pre-norm blocks
@@ -210,14 +210,7 @@ class CharTransformer(nn.Module):
         the logits at ``t`` depend on ``tokens[:, : t + 1]`` only.
     """
 
-    position: str
-    vocab_size: int
-    d_model: int
-    num_heads: int
     num_layers: int
-    max_len: int
-    rotation: nn.Module | None
-    score_bias: ScoreBias | None
 
     def __init__(
         self,
@@ -231,22 +224,10 @@ class CharTransformer(nn.Module):
         rope_scaling: Mapping[str, Any] | ScalingConfig | None = None,
         max_position_embeddings: int | None = None,
     ) -> None:
-        super().__init__()
-        self.position = check_choice("position", position, POSITION_KINDS)
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        self.d_model = check_positive_int("d_model", d_model)
-        self.num_heads = check_positive_int("num_heads", num_heads)
-        self.num_layers = check_positive_int("num_layers", num_layers)
-        self.max_len = check_positive_int("max_len", max_len)
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model={d_model} must be divisible by num_heads, got num_heads={num_heads}"
-            )
+        num_layers = check_positive_int("num_layers", num_layers)
         # Drawn from the global RNG in this order: embedding, encoding, blocks, read-out.
-        self.embedding = nn.Embedding(self.vocab_size, self.d_model)
-        self.encoding, self.rotation, self.score_bias = _position_modules(
-            self.position, self.d_model, self.num_heads, self.max_len
-        )
+        super().__init__(position, POSITION_KINDS, vocab_size, d_model, num_heads, max_len)
+        self.num_layers = num_layers
         if rope_scaling is not None:
             self.rotation = _scaled_rotation(
                 self.rotation, rope_scaling, self.position, max_position_embeddings
@@ -278,7 +259,7 @@ class CharTransformer(nn.Module):
             ValueError: ``seq_len`` exceeds :attr:`max_seq_len`, or an id is out of range.
         """
         _check_tokens(tokens, self.vocab_size)
-        _check_length(self, tokens.shape[1], "tokens.shape[1]")
+        _check_length("tokens.shape[1]", tokens.shape[1], self)
         x = self.encoding(self.embedding(tokens))
         for block in self.blocks:
             x = block(x, self.num_heads, self.rotation, self.score_bias)
@@ -333,7 +314,7 @@ def with_rope_scaling(
         TypeError: ``model`` is not a :class:`CharTransformer`.
         ValueError: ``model`` has no RoPE rotation, or ``rope_scaling`` is invalid.
     """
-    _check_model(model)
+    check_instance("model", model, CharTransformer)
     stretched = copy.deepcopy(model)
     stretched.rotation = _scaled_rotation(
         model.rotation,
@@ -344,35 +325,19 @@ def with_rope_scaling(
     return stretched
 
 
-def _check_model(model: object) -> None:
-    if not isinstance(model, CharTransformer):
-        raise TypeError(f"model must be a CharTransformer, got {type(model).__name__}")
-
-
 def _check_ids(name: str, ids: object, vocab_size: int, shortest: int) -> torch.Tensor:
     """``ids``: a 1-d int64 tensor of at least ``shortest`` ids in ``[0, vocab_size)``."""
-    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.int64 or ids.dim() != 1:
-        got = (
-            f"{ids.dtype} {tuple(ids.shape)}"
-            if isinstance(ids, torch.Tensor)
-            else type(ids).__name__
-        )
-        raise TypeError(f"{name} must be a 1-d int64 tensor of character ids, got {got}")
+    ids = check_int64_tensor(name, ids, 1, "a 1-d int64 tensor of character ids")
     if ids.numel() < shortest:
         raise ValueError(
             f"{name} must hold at least {shortest} ids (one window and its next character), "
             f"got {ids.numel()}"
         )
-    lowest, highest = int(ids.min()), int(ids.max())
-    if lowest < 0 or highest >= vocab_size:
-        raise ValueError(
-            f"{name} must be ids in [0, vocab_size={vocab_size}), got values from {lowest} "
-            f"to {highest}"
-        )
+    check_ids_below(name, ids, vocab_size)
     return ids
 
 
-def _check_length(model: CharTransformer, seq_len: int, name: str) -> None:
+def _check_length(name: str, seq_len: int, model: CharTransformer) -> None:
     longest = model.max_seq_len
     if longest is not None and seq_len > longest:
         raise ValueError(
@@ -451,13 +416,13 @@ def train_lm(
     Returns:
         the mean cross-entropy (nats per character) of each step, ``steps`` floats.
     """
-    _check_model(model)
+    check_instance("model", model, CharTransformer)
     steps = check_positive_int("steps", steps)
     seq_len = check_positive_int("seq_len", seq_len)
     batch_size = check_positive_int("batch_size", batch_size)
     lr = check_real("lr", lr, above=0.0)
     ids = _check_ids("ids", ids, model.vocab_size, seq_len + 1)
-    _check_length(model, seq_len, "seq_len")
+    _check_length("seq_len", seq_len, model)
     generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
     offsets = torch.arange(seq_len + 1)
 
@@ -493,9 +458,9 @@ def perplexity(model: CharTransformer, ids: torch.Tensor, seq_len: int) -> float
         ValueError: ``seq_len`` exceeds the model's :attr:`~CharTransformer.max_seq_len`
             (a learned table has no row there), or ``ids`` is shorter than one window.
     """
-    _check_model(model)
+    check_instance("model", model, CharTransformer)
     seq_len = check_positive_int("seq_len", seq_len)
-    _check_length(model, seq_len, "seq_len")
+    _check_length("seq_len", seq_len, model)
     ids = _check_ids("ids", ids, model.vocab_size, seq_len + 1)
     windows = (ids.numel() - 1) // seq_len
     inputs = ids[: windows * seq_len].view(windows, seq_len)

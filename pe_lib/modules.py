@@ -100,8 +100,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         self.max_len = check_positive_int("max_len", max_len)
-        self.base = check_base(base)
-        self.dropout = nn.Dropout(p=check_dropout(dropout))
+        self.base = check_base("base", base)
+        self.dropout = nn.Dropout(p=check_dropout("dropout", dropout))
         table = sinusoidal_table(self.max_len, self.d_model, base=self.base, dtype=torch.float64)
         self.register_buffer("pe", table, persistent=False)
 
@@ -142,7 +142,7 @@ class SinusoidalPositionalEncoding(nn.Module):
             offset: position of the first token, >= 0 (e.g. the number of tokens already
                 decoded); ``offset + seq_len - 1`` must be at most ``2**53 - 1``.
         """
-        check_features(x, self.d_model)
+        check_features("x", x, self.d_model)
         offset = _check_offset(offset, x)
         if is_tracing():
             # While tracing, x.shape[1] is a traced size: slicing the cache by it keeps the
@@ -248,7 +248,7 @@ class LearnedPositionalEncoding(nn.Module):
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         self.max_len = check_positive_int("max_len", max_len)
-        self.dropout = nn.Dropout(p=check_dropout(dropout))
+        self.dropout = nn.Dropout(p=check_dropout("dropout", dropout))
         self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
         std = self.INIT_STD
         nn.init.trunc_normal_(self.weight, std=std, a=-2 * std, b=2 * std)
@@ -264,7 +264,7 @@ class LearnedPositionalEncoding(nn.Module):
             x: token embeddings, ``seq_len >= 1``.
             offset: position of the first token, >= 0, with ``offset + seq_len <= max_len``.
         """
-        check_features(x, self.d_model)
+        check_features("x", x, self.d_model)
         offset = _check_offset(offset, x)
         seq_len = static_size(x, 1)
         end = offset + seq_len

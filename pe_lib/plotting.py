@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
+from matplotlib.cm import ScalarMappable
 from matplotlib.figure import Figure
 
 from ._validation import check_indices, check_nonnegative_int, renamed_keyword
@@ -117,7 +118,7 @@ def use_book_figures() -> None:
     formatter.for_type(Figure, book_png)
 
 
-def _as_numpy(table: torch.Tensor | np.ndarray, name: str = "table", ndim: int = 2) -> np.ndarray:
+def _as_numpy(name: str, table: torch.Tensor | np.ndarray, ndim: int = 2) -> np.ndarray:
     if isinstance(table, torch.Tensor):
         table = table.detach().to("cpu", torch.float64).numpy()
     if not isinstance(table, np.ndarray):
@@ -143,6 +144,27 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
     return ax.figure, ax  # type: ignore[return-value]
 
 
+def _labelled(
+    fig: Figure,
+    ax: Axes,
+    labels: tuple[str, str],
+    title: str | None = None,
+    colorbar: tuple[ScalarMappable, str] | None = None,
+    legend: Literal["upper right", "lower right"] | None = None,
+) -> tuple[Figure, Axes]:
+    """Labels ``ax``'s axes ``(x, y)``; adds the title if any, a colour bar ``(image, label)``
+    or a small legend at ``legend`` (a matplotlib location such as ``"upper right"``)."""
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    if title:
+        ax.set_title(title)
+    if colorbar is not None:
+        fig.colorbar(colorbar[0], ax=ax, label=colorbar[1])
+    if legend is not None:
+        ax.legend(loc=legend, fontsize="small")
+    return fig, ax
+
+
 def plot_encoding_heatmap(
     table: torch.Tensor | np.ndarray,
     *,
@@ -151,15 +173,10 @@ def plot_encoding_heatmap(
     cmap: str = "viridis",
 ) -> tuple[Figure, Axes]:
     """Heatmap of a ``(num_positions, d_model)`` table: positions down, dimensions across."""
-    values = _as_numpy(table)
+    values = _as_numpy("table", table)
     fig, ax = _axes(ax, (7, 4))
     image = ax.imshow(values, aspect="auto", cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")
-    ax.set_xlabel("embedding dimension")
-    ax.set_ylabel("position")
-    if title:
-        ax.set_title(title)
-    fig.colorbar(image, ax=ax, label="value")
-    return fig, ax
+    return _labelled(fig, ax, ("embedding dimension", "position"), title, (image, "value"))
 
 
 def plot_dimensions(
@@ -179,7 +196,7 @@ def plot_dimensions(
         ax: the axes to draw on, or ``None`` for a new figure.
         start: the older name of ``offset``, still accepted.
     """
-    values = _as_numpy(table)
+    values = _as_numpy("table", table)
     columns = check_indices("dims", dims, values.shape[1])
     offset_name, first = renamed_keyword("offset", offset, "start", start, 0)
     first = check_nonnegative_int(offset_name, first)
@@ -206,10 +223,7 @@ def plot_wavelengths(
     ax.semilogy(2 * np.arange(lam.size), lam, marker=".", linestyle="none")
     ax.axhline(2 * np.pi, color="0.5", linestyle=":", label=r"$2\pi$")
     ax.axhline(2 * np.pi * base, color="0.5", linestyle="--", label=r"$2\pi\cdot$base")
-    ax.set_xlabel("dimension 2i")
-    ax.set_ylabel("wavelength (positions)")
-    ax.legend(loc="lower right", fontsize="small")
-    return fig, ax
+    return _labelled(fig, ax, ("dimension 2i", "wavelength (positions)"), legend="lower right")
 
 
 def plot_dot_product_vs_distance(
@@ -219,16 +233,13 @@ def plot_dot_product_vs_distance(
     ax: Axes | None = None,
 ) -> tuple[Figure, Axes]:
     """``PE(p) . PE(q)`` against ``q - p`` for each reference position ``p``."""
-    values = _as_numpy(table)
+    values = _as_numpy("table", table)
     references = check_indices("reference_positions", reference_positions, values.shape[0])
     fig, ax = _axes(ax, (6, 3.5))
     positions = np.arange(values.shape[0])
     for p in references:
         ax.plot(positions - p, values @ values[p], label=f"p = {p}")
-    ax.set_xlabel("distance q - p")
-    ax.set_ylabel(r"$PE(p)\cdot PE(q)$")
-    ax.legend(loc="upper right", fontsize="small")
-    return fig, ax
+    return _labelled(fig, ax, ("distance q - p", r"$PE(p)\cdot PE(q)$"), legend="upper right")
 
 
 def plot_attention_weights(
@@ -239,7 +250,7 @@ def plot_attention_weights(
     title: str | None = None,
 ) -> tuple[Figure, Axes]:
     """Heatmap of a ``(seq_len, seq_len)`` attention matrix with token labels."""
-    values = _as_numpy(weights, "weights")
+    values = _as_numpy("weights", weights)
     if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
         raise TypeError(f"tokens must be a sequence of str, got {reprlib.repr(tokens)}")
     tokens = list(tokens)
@@ -252,9 +263,4 @@ def plot_attention_weights(
     image = ax.imshow(values, cmap="cividis", vmin=0, vmax=1)
     ax.set_xticks(range(len(tokens)), tokens)
     ax.set_yticks(range(len(tokens)), tokens)
-    ax.set_xlabel("key (attended to)")
-    ax.set_ylabel("query")
-    if title:
-        ax.set_title(title)
-    fig.colorbar(image, ax=ax, label="weight")
-    return fig, ax
+    return _labelled(fig, ax, ("key (attended to)", "query"), title, (image, "weight"))

@@ -62,16 +62,16 @@ def relative_shift_matrix(
     """
     k = check_shift("k", k)
     d_model = check_positive_int("d_model", d_model)
-    base = check_base(base)
-    layout = check_layout(layout, aliases=LAYOUT_ALIASES)
-    dtype = check_floating_dtype(dtype)
+    base = check_base("base", base)
+    layout = check_layout("layout", layout, aliases=LAYOUT_ALIASES)
+    dtype = check_floating_dtype("dtype", dtype)
     if d_model % 2:
         raise ValueError(
             f"d_model must be even for relative_shift_matrix, got {d_model}: with an odd size the "
             "last column is sin(pos * omega) without its cosine partner, so no matrix maps "
             "PE(pos) to PE(pos + k)"
         )
-    check_table_size(d_model, d_model, "d_model", "d_model")
+    check_table_size("d_model", d_model, "d_model", d_model)
 
     angle = k * angular_frequencies(d_model, base)  # (d/2,) float64
     cos, sin = torch.cos(angle), torch.sin(angle)

@@ -49,10 +49,13 @@ only multiples of 64 exist. Position 10,001 becomes 9,984, and the angle of the 
 
 Two formulas for one rotation, each with a reason: with autograd, under ``torch.compile`` (which
 fuses it by itself) and under ``torch.jit.trace``, plain out-of-place operations
-(``_rotate_formula``); otherwise the result is written block by block into its output
-(``_rotate_into``, also the ``out=`` path), each block small enough to stay in a per-core cache,
-so ``x`` is read from memory once and the result written once. Their costs, against one
-elementwise pass over ``x`` and Hugging Face's formula, are measured by
+(``_rotate_formula``); otherwise the result is written into its output (``_rotate_into``, also
+the ``out=`` path) in one pass where one operation does it (the interleaved pairs as complex
+numbers), else block by block, each block small enough to stay in a per-core cache, so ``x`` is
+read from memory once and the result written once. :func:`apply_rope` keeps the cos and sin of
+its default positions for the next call with the same arguments (a few tables, the least
+recently used dropped first). The costs of both formulas, against one elementwise pass over ``x``
+and Hugging Face's formula, are measured by
 ``benchmarks/rope_speed.py`` and recorded in ``benchmarks/README.md``.
 """
 
@@ -60,6 +63,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -70,8 +75,8 @@ from ._precision import compute_dtype_for
 from ._tracing import is_tracing, static_size
 from ._tracing import quiet_while_tracing as _quiet_while_tracing
 from ._validation import (
-    LAYOUTS,
     check_head_dim,
+    check_instance,
     check_layout,
     check_nonnegative_int,
     check_position_span,
@@ -84,8 +89,12 @@ from .rope_scaling import ScalingConfig, frequencies_of, resolve_scaling, rope_f
 
 __all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies", "rotate"]
 
-#: Elements of ``x`` rotated per block (512 KiB of float32) when autograd is off.
+#: Elements of ``x`` rotated per block when autograd is off: 512 KiB of float32, so that a block,
+#: its output and the tables stay in a 1 MiB per-core cache; a staged block (a float16 or
+#: bfloat16 input copied to float32) twice that, since its five operations per block pay their
+#: fixed cost more often (``benchmarks/README.md``).
 _BLOCK_ELEMENTS = 1 << 17
+_STAGED_BLOCK_ELEMENTS = 1 << 18
 
 
 def _frequencies_on(
@@ -167,8 +176,8 @@ def rope_angles(
         dtype the caller works in (float32 on Apple's MPS, which has no float64): integer
         positions up to :math:`2^{53}` are exact in float64, and the product is rounded once.
     """
-    positions = check_positions(positions)
-    head_dim = check_head_dim(head_dim)
+    positions = check_positions("positions", positions)
+    head_dim = check_head_dim("head_dim", head_dim)
     config = resolve_scaling(scaling, base)
     seq_len = _length_for(config, positions, seq_len, "rope_angles")
     theta, _ = _frequencies_on(config, head_dim, seq_len, positions.device)
@@ -213,79 +222,96 @@ def _rotate_formula(
     return torch.stack((even * cos - odd * sin, odd * cos + even * sin), dim=-1).flatten(-2)
 
 
-def _for_each_block(
-    rotate: Callable[..., None], x: torch.Tensor, out: torch.Tensor, tables: list[torch.Tensor]
-) -> None:
-    """Calls ``rotate(x_block, out_block, *table_blocks)`` over blocks of <= _BLOCK_ELEMENTS elements.
+def _blocks(tensors: list[torch.Tensor], size: int) -> list[list[torch.Tensor]]:
+    """``tensors`` cut alike along their leading dimensions into blocks of whole vectors.
 
-    ``x``, ``out``: ``(..., seq_len, head_dim)``; each table has as many dimensions, with
-    leading sizes 1 (shared) or those of ``x``. Blocks split the leading dimensions (and the
-    sequence, for a 2-d ``x``), never a vector.
+    ``tensors[0]`` is ``x``, ``(..., seq_len, head_dim)``; the others have as many dimensions,
+    with leading sizes 1 (shared) or those of ``x``. A block holds at most ``size`` elements of
+    ``x`` (or one vector): the leading dimensions are cut first, then the sequence.
     """
-    if x.numel() <= _BLOCK_ELEMENTS:
-        rotate(x, out, *tables)
-        return
+    x = tensors[0]
+    if x.numel() <= size or x.dim() < 2:
+        return [tensors]
     row = x[0].numel()
-    if row <= _BLOCK_ELEMENTS or x.dim() == 2:
-        step = max(1, _BLOCK_ELEMENTS // row)
-        for i in range(0, x.shape[0], step):
-            rotate(
-                x[i : i + step],
-                out[i : i + step],
-                *(t if t.shape[0] == 1 else t[i : i + step] for t in tables),
-            )
-        return
-    for i in range(x.shape[0]):
-        _for_each_block(rotate, x[i], out[i], [t[0] if t.shape[0] == 1 else t[i] for t in tables])
+    if row > size and x.dim() > 2:
+        return [
+            block
+            for i in range(x.shape[0])
+            for block in _blocks([t[0] if t.shape[0] == 1 else t[i] for t in tensors], size)
+        ]
+    step = max(1, size // row)
+    count = -(-x.shape[0] // step)
+    parts = [torch.split(t, step) if t.shape[0] > 1 else (t,) * count for t in tensors]
+    return [list(block) for block in zip(*parts, strict=True)]
+
+
+def _as_complex(x: torch.Tensor) -> torch.Tensor:
+    """``(..., d)`` real -> ``(..., d/2)`` complex view of its channel pairs."""
+    return torch.view_as_complex(_as_pairs(x))
+
+
+def _halves(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``x`` and views of the two halves of its last dimension."""
+    half = x.shape[-1] // 2
+    return x, x[..., :half], x[..., half:]
+
+
+def _half_into(
+    x: tuple[torch.Tensor, ...], out: tuple[torch.Tensor, ...], cos: torch.Tensor, sin: torch.Tensor
+) -> None:
+    """The half layout's rotation of ``x`` into ``out``, each given with its halves
+    (:func:`_halves`); ``cos`` repeated for both halves ``(..., 2n)``, ``sin`` ``(..., n)``."""
+    torch.mul(x[0], cos, out=out[0])  # (x1 cos, x2 cos): one pass over whole rows
+    out[1].addcmul_(x[2], sin, value=-1.0)
+    out[2].addcmul_(x[1], sin)
 
 
 def _rotate_into(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, out: torch.Tensor
 ) -> None:
-    """Formula 2, the rotation written into ``out`` block by block, without autograd.
+    """Formula 2, the rotation written into ``out``, without autograd.
 
-    Speed: each block (``_BLOCK_ELEMENTS``) stays in a per-core cache through its passes, so
-    ``x`` is read from memory once and ``out`` written once (``benchmarks/README.md``). Half
-    layout: ``x cos`` over whole rows, then the half-rows' products with sin added; interleaved:
-    one complex multiplication of the pairs by ``cos + i sin``. Inputs of another dtype than
-    ``cos`` are staged in ``cos.dtype`` and the result is rounded once to ``out.dtype``.
+    Interleaved: one complex multiplication of the pairs by ``cos + i sin``, in a single pass
+    when ``x`` and ``out`` are in ``cos.dtype`` and their pairs view as complex numbers. Half:
+    ``x cos`` over whole rows, then the half-rows' products with sin added. Those passes, and
+    an input staged in ``cos.dtype`` (its result rounded once to ``out.dtype``), run block by
+    block (``_BLOCK_ELEMENTS``, ``_STAGED_BLOCK_ELEMENTS``), each block small enough to stay in
+    a per-core cache, so ``x`` is read from memory once and ``out`` written once.
     """
     lead = (1,) * (x.dim() - cos.dim())
     cos, sin = cos.reshape(*lead, *cos.shape), sin.reshape(*lead, *sin.shape)
     dtype = cos.dtype
-    scratch: list[torch.Tensor] = []  # two rotation-dtype buffers, reused by every block
-
-    def staged(block: torch.Tensor, index: int) -> torch.Tensor:
-        if not scratch or scratch[0].numel() < block.numel():
-            scratch[:] = [torch.empty(block.numel(), dtype=dtype, device=x.device) for _ in "xy"]
-        return scratch[index][: block.numel()].view(block.shape)
-
-    def rotate_half(xb: torch.Tensor, ob: torch.Tensor, cb: torch.Tensor, sb: torch.Tensor) -> None:
-        # cb: cos repeated for both halves (..., seq_len, 2n); sb: sin (..., seq_len, n)
-        xs = xb if xb.dtype == dtype else staged(xb, 0).copy_(xb)
-        rs = ob if ob.dtype == dtype else staged(ob, 1)
-        half = xs.shape[-1] // 2
-        x1, x2, r1, r2 = xs[..., :half], xs[..., half:], rs[..., :half], rs[..., half:]
-        torch.mul(xs, cb, out=rs)  # (x1 cos, x2 cos): one pass over whole rows
-        r1.addcmul_(x2, sb, value=-1.0)
-        r2.addcmul_(x1, sb)
-        if rs is not ob:
-            ob.copy_(rs)  # the one rounding to out's dtype
-
-    def rotate_pairs(xb: torch.Tensor, ob: torch.Tensor, zb: torch.Tensor) -> None:
-        staging = xb.dtype != dtype or not _pairs_viewable(xb)
-        xs = staged(xb, 0).copy_(xb) if staging else xb
-        rs = ob if ob.dtype == dtype and _pairs_viewable(ob) else staged(ob, 1)
-        torch.mul(
-            torch.view_as_complex(_as_pairs(xs)), zb, out=torch.view_as_complex(_as_pairs(rs))
-        )
-        if rs is not ob:
-            ob.copy_(rs)
-
-    if layout == "half":
-        _for_each_block(rotate_half, x, out, [torch.cat((cos, cos), dim=-1), sin])
+    if layout == "interleaved":
+        tables = [torch.complex(cos, sin)]
+        if x.dtype == out.dtype == dtype and _pairs_viewable(x) and _pairs_viewable(out):
+            torch.mul(_as_complex(x), tables[0], out=_as_complex(out))
+            return
     else:
-        _for_each_block(rotate_pairs, x, out, [torch.complex(cos, sin)])
+        tables = [torch.cat((cos, cos), dim=-1), sin]
+        if x.dtype == dtype:  # no staging: straight from x into out
+            blocks = _blocks([*_halves(x), *_halves(out), *tables], _BLOCK_ELEMENTS)
+            for xb, x1, x2, ob, o1, o2, cb, sb in blocks:
+                _half_into((xb, x1, x2), (ob, o1, o2), cb, sb)
+            return
+    # Staged: each block is copied into contiguous scratch in cos.dtype, rotated there and
+    # rounded once into out (interleaved in place, as the copy's pairs view as complex numbers).
+    blocks = _blocks([x, out, *tables], _STAGED_BLOCK_ELEMENTS)
+    size = max(block[0].numel() for block in blocks)
+    scratch = torch.empty(2 * size, dtype=dtype, device=x.device)
+    views: dict[torch.Size, tuple[tuple[torch.Tensor, ...], ...]] = {}  # by block shape
+    for xb, ob, *table in blocks:
+        if xb.shape not in views:
+            n = xb.numel()
+            xs, rs = scratch[:n].view(xb.shape), scratch[n : 2 * n].view(xb.shape)
+            views[xb.shape] = (_halves(xs), _halves(rs), (_as_complex(xs),))
+        xs_parts, rs_parts, (xc,) = views[xb.shape]
+        xs_parts[0].copy_(xb)
+        if layout == "interleaved":
+            xc.mul_(table[0])
+            ob.copy_(xs_parts[0])  # the one rounding to out's dtype
+        else:
+            _half_into(xs_parts, rs_parts, table[0], table[1])
+            ob.copy_(rs_parts[0])  # the one rounding to out's dtype
 
 
 def _check_tables(x: torch.Tensor, cos: object, sin: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -314,10 +340,9 @@ def _check_tables(x: torch.Tensor, cos: object, sin: object) -> tuple[torch.Tens
     return cos, sin
 
 
-def _check_out(x: torch.Tensor, out: object, name: str = "out") -> torch.Tensor:
+def _check_out(name: str, out: object, x: torch.Tensor) -> torch.Tensor:
     """A buffer for the rotation of ``x``: its shape, dtype and device, sharing no memory with it."""
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(out).__name__}")
+    out = check_instance(name, out, torch.Tensor)
     if (out.shape, out.dtype, out.device) != (x.shape, x.dtype, x.device):
         raise ValueError(
             f"{name} must have the shape, dtype and device of the input {tuple(x.shape)}, "
@@ -402,11 +427,11 @@ def rotate(
         float32 otherwise (``cos`` and ``sin`` are cast to that dtype) and rounded once,
         also inside ``torch.autocast``. Differentiable in ``x``, ``cos`` and ``sin``.
     """
-    x = check_rotary_input(x)
-    layout = check_layout(layout, LAYOUTS)
+    x = check_rotary_input("x", x)
+    layout = check_layout("layout", layout)
     cos, sin = _check_tables(x, cos, sin)
     if out is not None:
-        out = _check_out(x, out)
+        out = _check_out("out", out, x)
     dtype = _rotation_dtype(x)
     return _rotate(x, cos.to(dtype), sin.to(dtype), layout, out)
 
@@ -419,6 +444,56 @@ def _rotation_tables(
     if attention_factor != 1.0:
         cos, sin = cos * attention_factor, sin * attention_factor
     return cos.to(dtype), sin.to(dtype)
+
+
+#: apply_rope's tables for its default positions ``0 .. seq_len - 1``, by everything they depend
+#: on; beyond ``_CACHED_TABLES`` entries, the least recently used is dropped.
+_TABLE_CACHE: OrderedDict[tuple[object, ...], tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
+_CACHED_TABLES = 8
+_TABLE_CACHE_LOCK = threading.Lock()
+
+
+def _tables(
+    config: ScalingConfig,
+    head_dim: int,
+    seq_len: int | None,
+    positions: torch.Tensor,
+    dtype: torch.dtype,
+    *,
+    cache: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention-scaled cos and sin ``(..., len(positions), n)`` on the positions' device.
+
+    ``cache``: ``positions`` is ``arange(n)``, and the tables are kept for the next call with
+    the same arguments (their cost is about a tenth of a pass over a ``(8, 16, 1024, 64)``
+    input, ``benchmarks/README.md``). Tables made in inference mode are kept apart, since
+    autograd cannot save those for backward.
+    """
+    if cache:
+        key = (
+            config.rope_type,
+            config.entry.compute,
+            config.base,
+            repr(sorted(config.params.items())),
+            head_dim,
+            seq_len,
+            positions.shape[-1],
+            dtype,
+            positions.device,
+            torch.is_inference_mode_enabled(),
+        )
+        with _TABLE_CACHE_LOCK:
+            if key in _TABLE_CACHE:
+                _TABLE_CACHE.move_to_end(key)
+                return _TABLE_CACHE[key]
+    theta, attention_factor = _frequencies_on(config, head_dim, seq_len, positions.device)
+    tables = _rotation_tables(_angles(positions, theta), attention_factor, dtype)
+    if cache:
+        with _TABLE_CACHE_LOCK:
+            _TABLE_CACHE[key] = tables
+            while len(_TABLE_CACHE) > _CACHED_TABLES:
+                _TABLE_CACHE.popitem(last=False)
+    return tables
 
 
 def _rotation_dtype(x: torch.Tensor) -> torch.dtype:
@@ -469,22 +544,23 @@ def apply_rope(
         rounded once to ``x.dtype``, also inside ``torch.autocast``. Differentiable in ``x``.
     """
     with _quiet_while_tracing():
-        x = check_rotary_input(x)
+        x = check_rotary_input("x", x)
         config = resolve_scaling(scaling, base)
-        layout = check_layout(layout, LAYOUTS)
+        layout = check_layout("layout", layout)
         if out is not None:
-            out = _check_out(x, out)
+            out = _check_out("out", out, x)
         head_dim = static_size(x, -1)  # a Python int also while tracing: theta is fixed
+        # kept tables: plain tensors only (not a trace's, a compiled graph's or fake ones)
+        cached = positions is None and type(x) is torch.Tensor
+        cached = cached and not (is_tracing() or torch.compiler.is_compiling())
         if positions is None:
             # under tracing, x.shape[-2] is a traced size, so the trace holds for every length
             positions = torch.arange(x.shape[-2], device=x.device)
         else:
-            positions = check_positions(positions)
-            check_positions_match(x, positions)
+            positions = check_positions("positions", positions)
+            check_positions_match("positions", positions, x)
         seq_len = _length_for(config, positions, seq_len, "apply_rope")
-        theta, attention_factor = _frequencies_on(config, head_dim, seq_len, x.device)
-        dtype = _rotation_dtype(x)
-        cos, sin = _rotation_tables(_angles(positions, theta), attention_factor, dtype)
+        cos, sin = _tables(config, head_dim, seq_len, positions, _rotation_dtype(x), cache=cached)
         return _rotate(x, cos, sin, layout, out)
 
 
@@ -547,10 +623,10 @@ class RotaryEmbedding(nn.Module):
         max_len: int = 2048,
     ) -> None:
         super().__init__()
-        self.head_dim: int = check_head_dim(head_dim)
+        self.head_dim: int = check_head_dim("head_dim", head_dim)
         self.scaling: ScalingConfig = resolve_scaling(scaling, base)
         self.base: float = self.scaling.base
-        self.layout: str = check_layout(layout, LAYOUTS)
+        self.layout: str = check_layout("layout", layout)
         self.max_len: int = check_positive_int("max_len", max_len)
         device = torch.device("cpu")
         cos, sin = self._tables(torch.arange(self.max_len), self._cache_length() or 1, device)
@@ -569,9 +645,8 @@ class RotaryEmbedding(nn.Module):
         self, positions: torch.Tensor, seq_len: int | None, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attention-scaled cos and sin ``(len(positions), head_dim / 2)`` in the angle dtype."""
-        theta, attention_factor = _frequencies_on(self.scaling, self.head_dim, seq_len, device)
-        angles = _angles(positions.to(device), theta)
-        return _rotation_tables(angles, attention_factor, theta.dtype)
+        dtype = compute_dtype_for(device)
+        return _tables(self.scaling, self.head_dim, seq_len, positions.to(device), dtype)
 
     def extra_repr(self) -> str:
         scaling = (
@@ -610,7 +685,7 @@ class RotaryEmbedding(nn.Module):
         seq_len: int | None,
         out: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        q, k = check_rotary_input(q, "q"), check_rotary_input(k, "k")
+        q, k = check_rotary_input("q", q), check_rotary_input("k", k)
         if self.scaling.entry.needs_seq_len and is_tracing():
             raise ValueError(
                 f"RotaryEmbedding with {self.scaling.rope_type!r} scaling cannot be traced with "
@@ -622,7 +697,7 @@ class RotaryEmbedding(nn.Module):
                 raise TypeError(
                     f"out must be a tuple (q_out, k_out) of two tensors, got {type(out).__name__}"
                 )
-            outs = (_check_out(q, out[0], "out[0]"), _check_out(k, out[1], "out[1]"))
+            outs = (_check_out("out[0]", out[0], q), _check_out("out[1]", out[1], k))
         offset = check_nonnegative_int("offset", offset)
         for name, t in (("q", q), ("k", k)):
             if t.shape[-1] != self.head_dim:

@@ -342,13 +342,23 @@ def _yarn_mscale(factor: float, mscale: float) -> float:
     return 1.0 if factor <= 1.0 else 0.1 * mscale * math.log(factor) + 1.0
 
 
-def _prepare_yarn(params: dict[str, Any], max_position_embeddings: int | None) -> None:
-    if params["beta_slow"] >= params["beta_fast"]:
+def _check_order(params: Mapping[str, Any], lower: str, upper: str, strict: bool, why: str) -> None:
+    """``params[lower]`` below (``strict``) or at most ``params[upper]``; ``why`` explains it."""
+    low, high = params[lower], params[upper]
+    if low >= high if strict else low > high:
+        relation = "below" if strict else "at most"
         raise ValueError(
-            f"scaling['beta_slow'] must be below scaling['beta_fast'] (pairs turning more than "
-            f"beta_fast times are kept, fewer than beta_slow times interpolated), got "
-            f"beta_slow={params['beta_slow']!r} and beta_fast={params['beta_fast']!r}"
+            f"scaling[{lower!r}] must be {relation} scaling[{upper!r}]{why}, got {lower}={low!r} "
+            f"and {upper}={high!r}"
         )
+
+
+def _prepare_yarn(params: dict[str, Any], max_position_embeddings: int | None) -> None:
+    why = (
+        " (pairs turning more than beta_fast times are kept, fewer than beta_slow times "
+        "interpolated)"
+    )
+    _check_order(params, "beta_slow", "beta_fast", True, why)
 
 
 def _yarn(
@@ -411,12 +421,7 @@ def _longrope(
 
 
 def _prepare_llama3(params: dict[str, Any], max_position_embeddings: int | None) -> None:
-    low, high = params["low_freq_factor"], params["high_freq_factor"]
-    if low > high:
-        raise ValueError(
-            f"scaling['low_freq_factor'] must be at most scaling['high_freq_factor'], got "
-            f"low_freq_factor={low!r} and high_freq_factor={high!r}"
-        )
+    _check_order(params, "low_freq_factor", "high_freq_factor", False, "")
 
 
 def _llama3(
@@ -612,7 +617,7 @@ def resolve_scaling(
             message names the key and what to pass.
     """
     if base is not None:
-        base = check_base(base)
+        base = check_base("base", base)
     if max_position_embeddings is not None:
         max_position_embeddings = check_positive_int(
             "max_position_embeddings", max_position_embeddings
@@ -636,7 +641,7 @@ def resolve_scaling(
     entry = ROPE_SCALINGS[rope_type]
 
     if scaling.get("rope_theta") is not None:
-        theta = check_base(scaling["rope_theta"], "scaling['rope_theta']")
+        theta = check_base("scaling['rope_theta']", scaling["rope_theta"])
         if base is not None and theta != base:
             raise ValueError(
                 f"scaling['rope_theta'] is the frequency base and must agree with base, got "
@@ -730,7 +735,7 @@ def rope_frequencies(
         TypeError, ValueError: as :func:`pe_lib.rope_scaling.resolve_scaling`; ``ValueError``
             also for a missing ``seq_len`` where the method needs it.
     """
-    head_dim = check_head_dim(head_dim)
+    head_dim = check_head_dim("head_dim", head_dim)
     config = resolve_scaling(
         scaling, base, max_position_embeddings=max_position_embeddings, layer_type=layer_type
     )

@@ -62,7 +62,7 @@ def angular_frequencies(d_model: int, base: float = DEFAULT_BASE) -> torch.Tenso
         (``i = 0``) towards ``base ** (-1)``.
     """
     d_model = check_positive_int("d_model", d_model)
-    base = check_base(base)
+    base = check_base("base", base)
     pair_index = torch.arange((d_model + 1) // 2, dtype=torch.float64)  # i = 0 .. ceil(d/2)-1
     return torch.pow(base, -2.0 * pair_index / d_model)
 
@@ -129,14 +129,14 @@ def sinusoidal_table(
     """
     num_positions = check_positive_int("num_positions", num_positions)
     d_model = check_positive_int("d_model", d_model)
-    base = check_base(base)
+    base = check_base("base", base)
     offset_name, first_position = renamed_keyword("offset", offset, "start", start, 0)
     first_position = check_nonnegative_int(offset_name, first_position)
     check_position_span(offset_name, first_position, "num_positions", num_positions)
-    layout = check_layout(layout, aliases=LAYOUT_ALIASES)
-    dtype = check_floating_dtype(dtype)
-    device = check_device(device)
-    check_table_size(num_positions, d_model, "num_positions", "d_model")
+    layout = check_layout("layout", layout, aliases=LAYOUT_ALIASES)
+    dtype = check_floating_dtype("dtype", dtype)
+    device = check_device("device", device)
+    check_table_size("num_positions", num_positions, "d_model", d_model)
 
     omega = angular_frequencies(d_model, base)  # (ceil(d/2),) float64
     num_sin, num_cos = omega.numel(), d_model // 2

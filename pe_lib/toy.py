@@ -24,6 +24,9 @@ from torch.nn import functional as F
 
 from ._validation import (
     check_choice,
+    check_ids_below,
+    check_instance,
+    check_int64_tensor,
     check_nonnegative_int,
     check_positive_int,
     check_real,
@@ -79,7 +82,47 @@ def shifted_copy_batch(
     return tokens, targets
 
 
-class ShiftedCopyModel(nn.Module):
+class _EmbeddedPositions(nn.Module):
+    """What both models start with: checked sizes, the token embedding and the encoding's parts
+    (drawn from the global RNG in that order).
+
+    Args:
+        position: the encoding, one of ``kinds``.
+        kinds: the encodings the model takes.
+        vocab_size, d_model, num_heads, max_len: as :func:`_core_sizes` checks them.
+    """
+
+    position: str
+    vocab_size: int
+    d_model: int
+    num_heads: int
+    max_len: int
+    embedding: nn.Embedding
+    encoding: nn.Module
+    rotation: nn.Module | None
+    score_bias: ScoreBias | None
+
+    def __init__(
+        self,
+        position: str,
+        kinds: tuple[str, ...],
+        vocab_size: int,
+        d_model: int,
+        num_heads: int,
+        max_len: int,
+    ) -> None:
+        super().__init__()
+        self.position = check_choice("position", position, kinds)
+        self.vocab_size, self.d_model, self.num_heads, self.max_len = _core_sizes(
+            vocab_size, d_model, num_heads, max_len
+        )
+        self.embedding = nn.Embedding(self.vocab_size, self.d_model)
+        self.encoding, self.rotation, self.score_bias = _position_modules(
+            self.position, self.d_model, self.num_heads, self.max_len
+        )
+
+
+class ShiftedCopyModel(_EmbeddedPositions):
     """Embedding, one causal multi-head attention block with an MLP, and a linear read-out.
 
     Pre-norm residual blocks: ``x = E(tokens)`` plus the additive encoding if any, then
@@ -109,16 +152,7 @@ class ShiftedCopyModel(nn.Module):
         keys ``0 .. seq_len - 1`` (zero after ``i``).
     """
 
-    position: str
-    vocab_size: int
-    d_model: int
-    num_heads: int
-    max_len: int
     head_dim: int
-    embedding: nn.Embedding
-    encoding: nn.Module
-    rotation: nn.Module | None
-    score_bias: ScoreBias | None
     norm_attention: nn.LayerNorm
     qkv: nn.Linear
     attention_out: nn.Linear
@@ -136,23 +170,11 @@ class ShiftedCopyModel(nn.Module):
         num_heads: int = 4,
         max_len: int = 512,
     ) -> None:
-        super().__init__()
-        self.position = check_choice("position", position, ("none", *ENCODINGS))
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        self.d_model = check_positive_int("d_model", d_model)
-        self.num_heads = check_positive_int("num_heads", num_heads)
-        self.max_len = check_positive_int("max_len", max_len)
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model={d_model} must be divisible by num_heads, got num_heads={num_heads}"
-            )
-        self.head_dim = self.d_model // self.num_heads
         # Parameters are created (and drawn from the global RNG) in this order: embedding,
         # encoding, attention, MLP, read-out. Encodings without parameters draw nothing.
-        self.embedding = nn.Embedding(self.vocab_size, self.d_model)
-        self.encoding, self.rotation, self.score_bias = _position_modules(
-            self.position, self.d_model, self.num_heads, self.max_len
-        )
+        kinds = ("none", *ENCODINGS)
+        super().__init__(position, kinds, vocab_size, d_model, num_heads, max_len)
+        self.head_dim = self.d_model // self.num_heads
         self.norm_attention = nn.LayerNorm(self.d_model)
         self.qkv = nn.Linear(self.d_model, 3 * self.d_model)
         self.attention_out = nn.Linear(self.d_model, self.d_model)
@@ -209,11 +231,6 @@ class ShiftedCopyModel(nn.Module):
         return (logits, weights) if return_weights else logits
 
 
-def _check_model(model: object) -> None:
-    if not isinstance(model, ShiftedCopyModel):
-        raise TypeError(f"model must be a ShiftedCopyModel, got {type(model).__name__}")
-
-
 def train(
     model: ShiftedCopyModel,
     *,
@@ -238,7 +255,7 @@ def train(
     Returns:
         the cross-entropy loss of each step, ``steps`` floats.
     """
-    _check_model(model)
+    check_instance("model", model, ShiftedCopyModel)
     steps = check_positive_int("steps", steps)
     lr = check_real("lr", lr, above=0.0)
     generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
@@ -269,7 +286,7 @@ def evaluate(
         lag: the shift of the copy task, >= 1.
         seed: seed of the sequences' generator, an int in ``[0, 2**53 - 1]``.
     """
-    _check_model(model)
+    check_instance("model", model, ShiftedCopyModel)
     num_sequences = check_positive_int("num_sequences", num_sequences)
     generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
     tokens, targets = shifted_copy_batch(
@@ -284,6 +301,22 @@ def evaluate(
 
 
 # --- the model core, shared with pe_lib.lm ------------------------------------------------------
+
+
+def _core_sizes(
+    vocab_size: object, d_model: object, num_heads: object, max_len: object
+) -> tuple[int, int, int, int]:
+    """The checked sizes ``(vocab_size, d_model, num_heads, max_len)``: positive ints, with
+    ``num_heads`` dividing ``d_model``."""
+    vocab_size = check_positive_int("vocab_size", vocab_size)
+    d_model = check_positive_int("d_model", d_model)
+    num_heads = check_positive_int("num_heads", num_heads)
+    max_len = check_positive_int("max_len", max_len)
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} must be divisible by num_heads, got num_heads={num_heads}"
+        )
+    return vocab_size, d_model, num_heads, max_len
 
 
 def _position_modules(
@@ -342,25 +375,12 @@ def _causal_attention(
 
 def _check_tokens(tokens: object, vocab_size: int) -> None:
     """``tokens`` must be int64 ids in ``[0, vocab_size)`` of shape ``(batch, seq_len >= 1)``."""
-    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.int64 or tokens.dim() != 2:
-        raise TypeError(
-            "tokens must be an int64 tensor of shape (batch, seq_len), got "
-            + (
-                f"{tokens.dtype} {tuple(tokens.shape)}"
-                if isinstance(tokens, torch.Tensor)
-                else type(tokens).__name__
-            )
-        )
+    tokens = check_int64_tensor("tokens", tokens, 2, "an int64 tensor of shape (batch, seq_len)")
     if tokens.numel() == 0:
         raise ValueError(
             f"tokens must hold at least one token per sequence, got shape {tuple(tokens.shape)}"
         )
-    lowest, highest = int(tokens.min()), int(tokens.max())
-    if lowest < 0 or highest >= vocab_size:
-        raise ValueError(
-            f"tokens must be ids in [0, vocab_size={vocab_size}), got values from "
-            f"{lowest} to {highest}"
-        )
+    check_ids_below("tokens", tokens, vocab_size)
 
 
 class _Optimizer(Protocol):

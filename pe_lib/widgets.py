@@ -72,7 +72,7 @@ def _check_view(
     d_model: object, base: object, dims: object, num_positions: object
 ) -> tuple[int, float, tuple[int, ...], int]:
     d_model = check_positive_int("d_model", d_model)
-    base = check_base(base)
+    base = check_base("base", base)
     num_positions = check_positive_int("num_positions", num_positions)
     return d_model, base, _check_dims(dims, d_model), num_positions
 

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import yaml
@@ -125,15 +126,26 @@ def solution_lines(chapter: Path, min_length: int = 24) -> list[str]:
     inside: list[str] = []
     in_solution = False
     for cell in nbformat.read(chapter, as_version=4).cells:
-        for line in cell.source.splitlines():
-            gate = GATE.match(line) if cell.cell_type == "markdown" else None
-            if gate:
-                in_solution = gate[2] == "solution-start"
-                continue
+        lines, in_solution = _gated_lines(cell, in_solution)
+        for line, solution in lines:
             plain = cell.cell_type == "code" or not re.search(r"[`$*{}\[\]_\\|<>]", line)
-            if in_solution and plain and len(normalise(line)) >= min_length:
+            if solution and plain and len(normalise(line)) >= min_length:
                 inside.append(normalise(line))
     return list(dict.fromkeys(inside))
+
+
+def _gated_lines(cell: Any, in_solution: bool) -> tuple[list[tuple[str, bool]], bool]:
+    """The lines of a notebook cell, each with whether it stands inside a gated solution (the
+    gate lines themselves left out), given whether the cell starts inside one; and whether it
+    ends inside one."""
+    lines: list[tuple[str, bool]] = []
+    for line in cell.source.splitlines():
+        gate = GATE.match(line) if cell.cell_type == "markdown" else None
+        if gate:
+            in_solution = gate[2] == "solution-start"
+        else:
+            lines.append((line, in_solution))
+    return lines, in_solution
 
 
 def text_outside_solutions() -> str:
@@ -147,12 +159,8 @@ def text_outside_solutions() -> str:
             continue
         in_solution = False
         for cell in nbformat.read(path, as_version=4).cells:
-            for line in cell.source.splitlines():
-                gate = GATE.match(line) if cell.cell_type == "markdown" else None
-                if gate:
-                    in_solution = gate[2] == "solution-start"
-                elif not in_solution:
-                    parts.append(line)
+            lines, in_solution = _gated_lines(cell, in_solution)
+            parts += [line for line, solution in lines if not solution]
             if not in_solution:
                 parts += [str(output.get("text", "")) for output in cell.get("outputs", [])]
     return normalise("\n".join(parts))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import matplotlib
 import pytest
+import torch
 from hypothesis import HealthCheck, settings
 
 matplotlib.use("Agg")  # before pyplot is imported anywhere: no display, no windows
@@ -27,3 +28,15 @@ def _close_figures():
     """Every test starts and ends without open figures."""
     yield
     plt.close("all")
+
+
+@pytest.fixture
+def one_thread_and_seed():
+    """One intra-op thread and seed 0 for the test (trainings whose results a test reads);
+    the thread count is restored after it. Modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("one_thread_and_seed")``."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    yield
+    torch.set_num_threads(threads)

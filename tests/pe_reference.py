@@ -54,6 +54,26 @@ def rope_theta(head_dim: int, base: float = 10000.0) -> np.ndarray:
     return base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
 
 
+def llama3_theta(
+    head_dim: int, base: float, factor: float, low: float, high: float, original: int
+) -> np.ndarray:
+    """Meta's Llama 3.1 ``apply_scaling``, retyped as a loop over the frequencies: pairs whose
+    wavelength is below ``original / high`` are kept, those above ``original / low`` divided by
+    ``factor``, and those between blended. float64."""
+    low_wavelength, high_wavelength = original / low, original / high
+    theta = []
+    for freq in rope_theta(head_dim, base):
+        wavelength = 2 * math.pi / freq
+        if wavelength < high_wavelength:
+            theta.append(freq)
+        elif wavelength > low_wavelength:
+            theta.append(freq / factor)
+        else:
+            smooth = (original / wavelength - low) / (high - low)
+            theta.append((1 - smooth) * freq / factor + smooth * freq)
+    return np.array(theta)
+
+
 def rotate_pairs(x: np.ndarray, angles: np.ndarray, layout: str, scale: float = 1.0) -> np.ndarray:
     """RoPE by complex numbers: each channel pair (a, b) as a + ib, times ``scale * e^{i angle}``.
 

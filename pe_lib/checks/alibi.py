@@ -29,7 +29,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .._validation import check_bool
+from .._validation import check_bool, check_callable
 from ..alibi import alibi_bias, alibi_slopes
 from ._core import EPS64, Catalogue, CheckFailed, NotAnArray, as_float64, call_student
 
@@ -159,11 +159,7 @@ def check_alibi_slopes(slopes: Callable[[int], object]) -> None:
         TypeError: ``slopes`` is not callable.
         CheckFailed: some slopes are wrong; ``.mistake`` says how (see above).
     """
-    if not callable(slopes):
-        raise TypeError(
-            f"slopes must be a function slopes(num_heads) -> (num_heads,) slopes, got "
-            f"{type(slopes).__name__}"
-        )
+    check_callable("slopes", slopes, "a function slopes(num_heads) -> (num_heads,) slopes")
     for n in (*_POWERS, *_OTHERS):
         result = call_student(_SLOPES_EXCEPTION, f"slopes({n})", slopes, n)
         values, eps = _vector(result, n)
@@ -374,11 +370,9 @@ def check_alibi_bias(bias: Callable[[int, int, int], object], *, causal: bool = 
         TypeError: ``bias`` is not callable or ``causal`` not a bool.
         CheckFailed: a bias is wrong; ``.mistake`` says how (see above).
     """
-    if not callable(bias):
-        raise TypeError(
-            f"bias must be a function bias(num_heads, q_len, k_len) -> (num_heads, q_len, "
-            f"k_len), got {type(bias).__name__}"
-        )
+    check_callable(
+        "bias", bias, "a function bias(num_heads, q_len, k_len) -> (num_heads, q_len, k_len)"
+    )
     causal = check_bool("causal", causal)
     for n, q_len, k_len in _BIAS_PROBES:
         call = f"bias({n}, {q_len}, {k_len})"

@@ -325,7 +325,7 @@ def check_positional_encoding_module(
             a finite number > 1.
         CheckFailed: the module is wrong; ``.mistake`` says how (see above).
     """
-    base = check_base(base)
+    base = check_base("base", base)
     strict = check_bool("strict", strict)
     declared = None
     if isinstance(module_or_class, type):

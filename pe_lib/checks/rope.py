@@ -49,6 +49,7 @@ import torch
 from torch import nn
 
 from .._validation import (
+    check_callable,
     check_choice,
     check_floating_dtype,
     check_head_dim,
@@ -384,15 +385,11 @@ def check_rope(
             layout, convention or ``scaling`` key, an empty ``dtypes``, ``max_len < 9``).
         CheckFailed: a result is wrong; ``.mistake`` says how (see above).
     """
-    if not callable(rotate):
-        raise TypeError(
-            f"rotate must be a function or nn.Module (called as "
-            f"{CONVENTIONS.get(convention, CONVENTIONS['positions']).signature}), got "
-            f"{type(rotate).__name__}"
-        )
-    head_dim = check_head_dim(head_dim)
+    signature = CONVENTIONS.get(convention, CONVENTIONS["positions"]).signature
+    check_callable("rotate", rotate, f"a function or nn.Module (called as {signature})")
+    head_dim = check_head_dim("head_dim", head_dim)
     config = resolve_scaling(scaling, base)
-    layout = check_layout(layout)
+    layout = check_layout("layout", layout)
     convention = check_choice("convention", convention, tuple(CONVENTIONS))
     checked_dtypes = _check_dtypes(dtypes)
     probes = _probes(max_len)
@@ -442,7 +439,7 @@ def _check_dtypes(dtypes: object) -> tuple[torch.dtype, ...]:
         )
     if not dtypes:
         raise ValueError("dtypes must name at least one dtype to check, got an empty sequence")
-    checked = tuple(check_floating_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes))
+    checked = tuple(check_floating_dtype(f"dtypes[{i}]", d) for i, d in enumerate(dtypes))
     for i, dtype in enumerate(checked):
         if dtype not in allowed:
             raise ValueError(

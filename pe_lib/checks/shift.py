@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from .._validation import check_base
+from .._validation import check_base, check_callable
 from ..relative import relative_shift_matrix
 from ..sinusoidal import DEFAULT_BASE, angular_frequencies
 from ._core import EPS64, Catalogue, NotAnArray, angle_ulps, as_float64, call_student, reference
@@ -143,12 +143,8 @@ def check_relative_shift(
         ValueError: ``base`` is not a finite number > 1.
         CheckFailed: a matrix is wrong; ``.mistake`` says how (see above).
     """
-    if not callable(build):
-        raise TypeError(
-            f"build must be a callable build(k, d_model) -> (d_model, d_model) matrix, got "
-            f"{type(build).__name__}"
-        )
-    base = check_base(base)
+    check_callable("build", build, "a callable build(k, d_model) -> (d_model, d_model) matrix")
+    base = check_base("base", base)
     for d_model in _D_MODELS:
         source, windows = _probe_windows(d_model, base)
         for k in _SHIFTS:

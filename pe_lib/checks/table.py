@@ -644,7 +644,7 @@ def check_sinusoidal_table(
             position is beyond ``2**53 - 1``.
         CheckFailed: the table is wrong; ``.mistake`` says how (see above).
     """
-    base = check_base(base)
+    base = check_base("base", base)
     offset_name, given = renamed_keyword("offset", offset, "start", start, 0)
     first = check_nonnegative_int(offset_name, given)
     try:

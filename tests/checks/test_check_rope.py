@@ -15,6 +15,7 @@ import torch
 from checker_failures import failing_with
 from hypothesis import given
 from hypothesis import strategies as st
+from pe_reference import llama3_theta
 from torch import nn
 
 import pe_lib
@@ -101,20 +102,8 @@ class QKRotary(nn.Module):
 
 
 def llama3_inv_freq(head_dim, base, factor, low, high, original):
-    """Meta's Llama 3.1 apply_scaling, retyped: keep fast pairs, divide slow ones, blend between."""
-    freqs = inv_freq(head_dim, base, torch.float64)
-    low_wavelen, high_wavelen = original / low, original / high
-    out = []
-    for f in freqs.tolist():
-        wavelen = 2 * math.pi / f
-        if wavelen < high_wavelen:
-            out.append(f)
-        elif wavelen > low_wavelen:
-            out.append(f / factor)
-        else:
-            smooth = (original / wavelen - low) / (high - low)
-            out.append((1 - smooth) * f / factor + smooth * f)
-    return torch.tensor(out, dtype=torch.float64)
+    """Meta's Llama 3.1 apply_scaling (:func:`pe_reference.llama3_theta`) as a float64 tensor."""
+    return torch.from_numpy(llama3_theta(head_dim, base, factor, low, high, original))
 
 
 LINEAR = {"rope_type": "linear", "factor": 4.0}

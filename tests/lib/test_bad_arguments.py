@@ -42,6 +42,7 @@ from pe_lib.plotting import (
     plot_encoding_heatmap,
     plot_wavelengths,
 )
+from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
 from pe_lib.toy import ShiftedCopyModel, evaluate, shifted_copy_batch, train
 from pe_lib.widgets import draw_frequency_view, parse_dims
 
@@ -244,66 +245,221 @@ def test_empty_sequence_is_rejected_by_the_callers_name(module):
         module(torch.zeros(2, 0, 6))
 
 
-@pytest.mark.parametrize(
-    ("call", "error", "match"),
-    [
-        # float64 holds every integer only up to 2**53: a table there would repeat rows.
-        (
-            lambda: sinusoidal_table(4, 2, offset=2**53 + 1),
-            ValueError,
-            r"offset must be a non-negative int at most 2\*\*53 - 1.*got 9007199254740993",
+#: Huge positions and sizes: float64 holds every integer only up to 2**53, so a table there
+#: would repeat rows.
+HUGE = [
+    (
+        lambda: sinusoidal_table(4, 2, offset=2**53 + 1),
+        ValueError,
+        r"offset must be a non-negative int at most 2\*\*53 - 1.*got 9007199254740993",
+    ),
+    (
+        lambda: sinusoidal_table(4, 2, offset=10**30),
+        ValueError,
+        r"offset .*2\*\*53 - 1.*got 1000",
+    ),
+    (
+        lambda: sinusoidal_table(4, 2, offset=2**53 - 2),
+        ValueError,
+        r"offset \+ num_positions - 1 \(the last position\) must be at most 2\*\*53 - 1.*"
+        r"offset=9007199254740990 and num_positions=4",
+    ),
+    (lambda: sinusoidal_table(4, 2, device="gpu7"), ValueError, r"device must .*'gpu7'"),
+    (lambda: sinusoidal_table(4, 2, device=0), TypeError, r"device must .*got 0"),
+    (
+        lambda: sinusoidal_table(4, 2, device="cuda:99"),
+        ValueError,
+        r"device must be a device available here, got 'cuda:99'",
+    ),
+    (
+        lambda: sinusoidal_table(2**40, 2**40),
+        ValueError,
+        r"num_positions \* d_model must be at most 2\*\*63 - 1",
+    ),
+    (
+        lambda: relative_shift_matrix(10**20, 16),
+        ValueError,
+        r"k must be an int of absolute value at most 2\*\*53 - 1.*got 100000000000000000000",
+    ),
+    (
+        lambda: SinusoidalPositionalEncoding(4)(torch.zeros(1, 3, 4), offset=2**60),
+        ValueError,
+        r"offset must be a non-negative int at most 2\*\*53 - 1.*got 1152921504606846976",
+    ),
+    (
+        lambda: SinusoidalPositionalEncoding(4)(torch.zeros(1, 3, 4), offset=2**53 - 2),
+        ValueError,
+        r"offset \+ x.shape\[1\] - 1 \(the last position\).*offset=9007199254740990",
+    ),
+    (
+        lambda: SinusoidalPositionalEncoding(4).encoding(3, offset=2**53 - 2),
+        ValueError,
+        r"offset \+ seq_len - 1 \(the last position\)",
+    ),
+    (
+        lambda: LearnedPositionalEncoding(4)(torch.zeros(1, 3, 4), offset=2**60),
+        ValueError,
+        r"offset must be a non-negative int at most 2\*\*53 - 1",
+    ),
+]
+#: RoPE's arguments.
+ROPE = [
+    (
+        lambda: apply_rope(torch.randn(2, 5, 7)),
+        ValueError,
+        r"x must have an even head_dim.*head_dim=7",
+    ),
+    (
+        lambda: apply_rope(torch.ones(2, 5, 8, dtype=torch.int64)),
+        TypeError,
+        r"x must have a floating dtype.*torch.int64",
+    ),
+    (lambda: apply_rope([[1.0, 2.0]]), TypeError, r"x must be a torch.Tensor, got list"),
+    (
+        lambda: apply_rope(torch.randn(8)),
+        ValueError,
+        r"x must have shape \(\.\.\., seq_len, head_dim\).*\(8,\)",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), torch.arange(5.0)),
+        TypeError,
+        r"positions must have dtype torch.int64.*torch.float32",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), torch.arange(5, dtype=torch.int32)),
+        TypeError,
+        r"positions.*torch.int32",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), [0, 1, 2, 3, 4]),
+        TypeError,
+        r"positions must be an int64 torch.Tensor.*list",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), torch.arange(6)),
+        ValueError,
+        r"positions must have shape \(seq_len,\).*got shape \(6,\)",
+    ),
+    (
+        lambda: apply_rope(torch.randn(2, 3, 5, 8), torch.zeros(2, 5, dtype=torch.int64)),
+        ValueError,
+        r"positions must have shape \(5,\) or \(2, 3, 5\).*got shape \(2, 5\)",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), torch.tensor([0, 1, -1, 2, 3])),
+        ValueError,
+        r"positions must be non-negative.*-1",
+    ),
+    (lambda: apply_rope(torch.randn(5, 8), torch.tensor(3)), ValueError, r"positions.*0-d"),
+    (
+        lambda: apply_rope(torch.randn(5, 8), layout="concat"),
+        ValueError,
+        r"layout must be one of 'interleaved', 'half', got 'concat'",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), layout=None),
+        TypeError,
+        r"layout must be one of.*None",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), base=1.0),
+        ValueError,
+        r"base must be a finite number > 1.*1\.0",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), base=-3),
+        ValueError,
+        r"base must be a finite number > 1.*-3",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), base="big"),
+        TypeError,
+        r"base must be a real number > 1.*'big'",
+    ),
+    (
+        lambda: apply_rope(torch.randn(2, 8), torch.tensor([0, 2**53])),
+        ValueError,
+        r"positions must be at most 2\*\*53 - 1.*9007199254740992",
+    ),
+    (
+        lambda: apply_rope(
+            torch.randn(2, 8), torch.tensor([0.0, float("nan")], dtype=torch.float64)
         ),
-        (
-            lambda: sinusoidal_table(4, 2, offset=10**30),
-            ValueError,
-            r"offset .*2\*\*53 - 1.*got 1000",
-        ),
-        (
-            lambda: sinusoidal_table(4, 2, offset=2**53 - 2),
-            ValueError,
-            r"offset \+ num_positions - 1 \(the last position\) must be at most 2\*\*53 - 1.*"
-            r"offset=9007199254740990 and num_positions=4",
-        ),
-        (lambda: sinusoidal_table(4, 2, device="gpu7"), ValueError, r"device must .*'gpu7'"),
-        (lambda: sinusoidal_table(4, 2, device=0), TypeError, r"device must .*got 0"),
-        (
-            lambda: sinusoidal_table(4, 2, device="cuda:99"),
-            ValueError,
-            r"device must be a device available here, got 'cuda:99'",
-        ),
-        (
-            lambda: sinusoidal_table(2**40, 2**40),
-            ValueError,
-            r"num_positions \* d_model must be at most 2\*\*63 - 1",
-        ),
-        (
-            lambda: relative_shift_matrix(10**20, 16),
-            ValueError,
-            r"k must be an int of absolute value at most 2\*\*53 - 1.*got 100000000000000000000",
-        ),
-        (
-            lambda: SinusoidalPositionalEncoding(4)(torch.zeros(1, 3, 4), offset=2**60),
-            ValueError,
-            r"offset must be a non-negative int at most 2\*\*53 - 1.*got 1152921504606846976",
-        ),
-        (
-            lambda: SinusoidalPositionalEncoding(4)(torch.zeros(1, 3, 4), offset=2**53 - 2),
-            ValueError,
-            r"offset \+ x.shape\[1\] - 1 \(the last position\).*offset=9007199254740990",
-        ),
-        (
-            lambda: SinusoidalPositionalEncoding(4).encoding(3, offset=2**53 - 2),
-            ValueError,
-            r"offset \+ seq_len - 1 \(the last position\)",
-        ),
-        (
-            lambda: LearnedPositionalEncoding(4)(torch.zeros(1, 3, 4), offset=2**60),
-            ValueError,
-            r"offset must be a non-negative int at most 2\*\*53 - 1",
-        ),
-    ],
-)
-def test_huge_positions_and_sizes_are_rejected_by_name(call, error, match):
+        ValueError,
+        r"positions must be finite",
+    ),
+    (
+        lambda: apply_rope(torch.randn(2, 8), torch.tensor([0.0, -0.5], dtype=torch.float64)),
+        ValueError,
+        r"positions must be non-negative.*-0\.5",
+    ),
+    (
+        lambda: RotaryEmbedding(8)(torch.randn(2, 8), torch.randn(2, 8), offset=2**53 - 1),
+        ValueError,
+        r"offset \+ q.shape\[-2\] - 1 \(the last position\) must be at most 2\*\*53 - 1.*offset=9007199254740991",
+    ),
+    (lambda: RotaryEmbedding(8, max_len=0), ValueError, r"max_len must be a positive int.*0"),
+    (
+        lambda: RotaryEmbedding(8)(torch.randn(2, 8), torch.randn(2, 8), seq_len=1),
+        ValueError,
+        r"seq_len must be at least offset \+ q.shape\[-2\] = 2.*seq_len=1",
+    ),
+    (lambda: rope_angles(torch.arange(4), 5), ValueError, r"head_dim must be even.*5"),
+    (
+        lambda: rope_angles(torch.arange(4), 0),
+        ValueError,
+        r"head_dim must be a positive int.*0",
+    ),
+    (lambda: rope_angles(torch.arange(4.0), 4), TypeError, r"positions.*torch.float32"),
+    (
+        lambda: RotaryEmbedding(6, layout="rotate_half"),
+        ValueError,
+        r"layout must be one of.*'rotate_half'",
+    ),
+    (lambda: RotaryEmbedding(7), ValueError, r"head_dim must be even.*7"),
+    (lambda: RotaryEmbedding(8, base=0.5), ValueError, r"base.*0\.5"),
+    (
+        lambda: RotaryEmbedding(8)(torch.randn(3, 8), torch.randn(4, 8)),
+        ValueError,
+        r"q and k must have the same seq_len.*\(3, 8\).*\(4, 8\)",
+    ),
+    (
+        lambda: RotaryEmbedding(8)(torch.randn(3, 6), torch.randn(3, 6)),
+        ValueError,
+        r"q must have head_dim=8.*\(3, 6\)",
+    ),
+    (
+        lambda: RotaryEmbedding(8)(torch.randn(3, 8), torch.randn(3, 8), offset=-1),
+        ValueError,
+        r"offset must be a non-negative int.*-1",
+    ),
+    (
+        lambda: RotaryEmbedding(8)(torch.randn(3, 8), torch.randn(3, 8), offset=1.5),
+        TypeError,
+        r"offset must be an int, got 1\.5",
+    ),
+]
+#: ALiBi's arguments.
+ALIBI = [
+    (lambda: alibi_slopes(0), ValueError, r"num_heads must be a positive int.*got 0"),
+    (lambda: alibi_slopes(4.0), TypeError, r"num_heads must be an int, got 4\.0"),
+    (lambda: alibi_slopes(True), TypeError, r"num_heads must be an int, got True"),
+    (lambda: alibi_bias(0, 3, 3), ValueError, r"num_heads must be a positive int.*got 0"),
+    (lambda: alibi_bias(4, 0, 3), ValueError, r"q_len must be a positive int.*got 0"),
+    (lambda: alibi_bias(4, 3, -2), ValueError, r"k_len must be a positive int.*got -2"),
+    (lambda: alibi_bias(4, 5, 3), ValueError, r"q_len must be at most k_len=3.*q_len=5"),
+    (lambda: alibi_bias(4, 3, 3, causal=1), TypeError, r"causal must be True or False, got 1"),
+    (
+        lambda: alibi_bias(4, 3, 3, dtype=torch.int64),
+        TypeError,
+        r"dtype must be a floating torch.dtype.*torch.int64",
+    ),
+    (lambda: alibi_bias(4, 3, 3, device=0.5), TypeError, r"device must be.*float"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [*HUGE, *ROPE, *ALIBI])
+def test_errors_name_the_argument_and_the_value(call, error, match):
     with pytest.raises(error, match=match):
         call()
 

@@ -29,13 +29,7 @@ from pe_lib.rope import RotaryEmbedding
 VOCAB = 11
 
 
-@pytest.fixture(autouse=True)
-def _one_thread_and_seed():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread_and_seed")
 
 
 def small(position, **kwargs):

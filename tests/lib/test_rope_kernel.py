@@ -177,6 +177,59 @@ def test_gradients_through_out_are_refused():
         rotary(x, x, out=torch.empty(3, 5, 8))
 
 
+# --- apply_rope's cached tables ----------------------------------------------------------------
+
+
+def test_cached_tables_give_what_fresh_tables_give():
+    """Every argument the tables depend on changes the result as it does without the cache."""
+    x = torch.randn(2, 6, 8, dtype=torch.float64)
+    calls = [
+        {},
+        {"base": 500.0},
+        {"layout": "half"},
+        {"scaling": {"rope_type": "linear", "factor": 2.0}},
+        {"scaling": {"rope_type": "linear", "factor": 4.0}},
+        {"scaling": DYNAMIC, "seq_len": 9},
+        {"scaling": DYNAMIC, "seq_len": 12},
+    ]
+    for kwargs in calls + calls:  # the second round reads the cache
+        expected = apply_rope(x, torch.arange(6), **kwargs)  # given positions: never cached
+        torch.testing.assert_close(apply_rope(x, **kwargs), expected, rtol=0, atol=0)
+    for length in (3, 6):  # the sequence length and the dtype are part of the key
+        for dtype in (torch.float32, torch.float64):
+            y = x[:, :length].to(dtype)
+            expected = apply_rope(y, torch.arange(length))
+            torch.testing.assert_close(apply_rope(y), expected, rtol=0, atol=0)
+
+
+def test_table_cache_is_bounded_and_apart_for_inference_mode():
+    from pe_lib import rope
+
+    for base in range(100, 100 + 3 * rope._CACHED_TABLES):
+        apply_rope(torch.randn(4, 8), base=float(base))
+    assert len(rope._TABLE_CACHE) == rope._CACHED_TABLES
+    x = torch.randn(4, 8)
+    with torch.inference_mode():
+        apply_rope(x)
+    y = x.clone().requires_grad_()
+    apply_rope(y).sum().backward()  # would fail on tables made in inference mode
+    assert y.grad is not None
+
+
+def test_fake_tensors_leave_no_tables_behind():
+    """Tables made for fake tensors (shape propagation) would hold no values: never kept."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from pe_lib import rope
+
+    rope._TABLE_CACHE.clear()
+    with FakeTensorMode():
+        assert apply_rope(torch.randn(2, 5, 8)).shape == (2, 5, 8)
+    assert not rope._TABLE_CACHE
+    x = torch.randn(2, 5, 8)
+    torch.testing.assert_close(apply_rope(x), apply_rope(x, torch.arange(5)), rtol=0, atol=0)
+
+
 # --- scalings whose frequencies depend on the length ------------------------------------------
 
 

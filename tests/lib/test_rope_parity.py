@@ -22,6 +22,7 @@ import pytest
 import torch
 
 transformers = pytest.importorskip("transformers")
+from rope_entries import DEEPSEEK_V3_YARN, GPT_OSS_YARN, LLAMA31, QWEN25_YARN  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
 from pe_lib.rope_scaling import ROPE_SCALINGS, rope_frequencies  # noqa: E402
@@ -42,14 +43,7 @@ MODELS = [
     # head_dim 4096 / 32 = 128, max_position_embeddings 131072).
     (
         "llama-3.1-8b",
-        {
-            "factor": 8.0,
-            "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0,
-            "original_max_position_embeddings": 8192,
-            "rope_type": "llama3",
-            "rope_theta": 500000.0,
-        },
+        {**LLAMA31, "rope_theta": 500000.0},
         128,
         131072,
         None,
@@ -89,12 +83,7 @@ MODELS = [
     # config.json as "rope_scaling" (rope_theta 1000000.0, head_dim 3584 / 28 = 128).
     (
         "qwen2.5-7b-yarn",
-        {
-            "factor": 4.0,
-            "original_max_position_embeddings": 32768,
-            "type": "yarn",
-            "rope_theta": 1000000.0,
-        },
+        {**QWEN25_YARN, "rope_theta": 1000000.0},
         128,
         131072,
         None,
@@ -103,16 +92,7 @@ MODELS = [
     # max_position_embeddings 163840).
     (
         "deepseek-v3",
-        {
-            "beta_fast": 32,
-            "beta_slow": 1,
-            "factor": 40,
-            "mscale": 1.0,
-            "mscale_all_dim": 1.0,
-            "original_max_position_embeddings": 4096,
-            "type": "yarn",
-            "rope_theta": 10000.0,
-        },
+        {**DEEPSEEK_V3_YARN, "rope_theta": 10000.0},
         64,
         163840,
         None,
@@ -121,15 +101,7 @@ MODELS = [
     # max_position_embeddings 131072).
     (
         "gpt-oss-20b",
-        {
-            "beta_fast": 32.0,
-            "beta_slow": 1.0,
-            "factor": 32.0,
-            "original_max_position_embeddings": 4096,
-            "rope_type": "yarn",
-            "truncate": False,
-            "rope_theta": 150000.0,
-        },
+        {**GPT_OSS_YARN, "rope_theta": 150000.0},
         64,
         131072,
         None,

@@ -33,7 +33,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pe_reference import rope_theta, rotate_pairs
+from pe_reference import llama3_theta, rope_theta, rotate_pairs
+from rope_entries import DEEPSEEK_V3_YARN, GPT_OSS_YARN, LLAMA31, QWEN25_YARN
 
 from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
 from pe_lib.rope_scaling import (
@@ -47,37 +48,7 @@ from pe_lib.rope_scaling import (
 
 # --- config.json entries ----------------------------------------------------------------------
 
-#: Llama 3.1 8B (config.json: rope_theta 500000, head_dim 4096 / 32 = 128).
-LLAMA31 = {
-    "factor": 8.0,
-    "low_freq_factor": 1.0,
-    "high_freq_factor": 4.0,
-    "original_max_position_embeddings": 8192,
-    "rope_type": "llama3",
-}
 LLAMA31_THETA, LLAMA31_HEAD_DIM = 500000.0, 128
-#: Qwen2.5's recommended YaRN entry for 128K context (rope_theta 1e6, head_dim 128).
-QWEN25_YARN = {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}
-#: DeepSeek-V3 (rope_theta 10000, qk_rope_head_dim 64).
-DEEPSEEK_V3_YARN = {
-    "beta_fast": 32,
-    "beta_slow": 1,
-    "factor": 40,
-    "mscale": 1.0,
-    "mscale_all_dim": 1.0,
-    "original_max_position_embeddings": 4096,
-    "type": "yarn",
-}
-#: A YaRN entry that keeps the ramp's ends unrounded (truncate false), in the style of gpt-oss's
-#: (rope_theta 150000, head_dim 64).
-GPT_OSS_YARN = {
-    "beta_fast": 32.0,
-    "beta_slow": 1.0,
-    "factor": 32.0,
-    "original_max_position_embeddings": 4096,
-    "rope_type": "yarn",
-    "truncate": False,
-}
 
 
 # --- independent references -------------------------------------------------------------------
@@ -156,25 +127,9 @@ def ref_proportional(head_dim, base, scaling, seq_len=None):
 
 
 def ref_llama3(head_dim, base, scaling, seq_len=None):
-    """Meta's apply_scaling, a loop over the frequencies."""
-    scale_factor = scaling["factor"]
-    low_freq_factor, high_freq_factor = scaling["low_freq_factor"], scaling["high_freq_factor"]
-    old_context_len = scaling["original_max_position_embeddings"]
-    low_freq_wavelen = old_context_len / low_freq_factor
-    high_freq_wavelen = old_context_len / high_freq_factor
-    new_freqs = []
-    for freq in rope_theta(head_dim, base):
-        wavelen = 2 * math.pi / freq
-        if wavelen < high_freq_wavelen:
-            new_freqs.append(freq)
-        elif wavelen > low_freq_wavelen:
-            new_freqs.append(freq / scale_factor)
-        else:
-            smooth = (old_context_len / wavelen - low_freq_factor) / (
-                high_freq_factor - low_freq_factor
-            )
-            new_freqs.append((1 - smooth) * freq / scale_factor + smooth * freq)
-    return np.array(new_freqs), 1.0
+    """Meta's apply_scaling (:func:`pe_reference.llama3_theta`) for an entry."""
+    keys = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+    return llama3_theta(head_dim, base, *(scaling[k] for k in keys)), 1.0
 
 
 REFERENCES = {

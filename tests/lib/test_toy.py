@@ -21,13 +21,7 @@ from pe_lib.toy import (
 KINDS = ("none", *ENCODINGS)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread_and_seed():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread_and_seed")
 
 
 # --- shifted_copy_batch -------------------------------------------------------------------------

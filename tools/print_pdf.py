@@ -1,41 +1,57 @@
-"""Print the single-page HTML book (``jupyter-book build --builder singlehtml``) to a PDF.
+"""Print the HTML book (``make book``'s ``_build/html``, or the student edition's) to one PDF.
 
-Usage: ``python tools/print_pdf.py SINGLEHTML_DIR OUTPUT.pdf [--edition NAME]``
+Usage: ``python tools/print_pdf.py SOURCE_DIR SITE_DIR OUTPUT.pdf [--edition NAME]``
 
-The page is served from a local HTTP server and opened in Debian's Chromium through Playwright,
-with every request to another host blocked, so the PDF is made offline from the book's own
-``_static`` (MathJax, the Vega bundle, the Korean web font). Before printing it waits for what is
-drawn after the page loads: the math (MathJax's start-up promise), the explorable figures (each
-``div.pe-chart`` gets ``data-pe-chart-state`` from ``_static/pe-charts.js``) and the web fonts.
-It then prepares the page for paper, with ``_static/print.css`` and a few DOM changes:
+SOURCE_DIR holds the book's ``_config.yml`` (title, author) and ``_toc.yml`` (the documents, in
+reading order); SITE_DIR is its HTML build. Every document of the table of contents is printed
+on its own from its own page, and the parts are put together with pypdf:
 
-- links into the single page (``book/intro.html#target``) become ``#target``, so that Chromium
-  writes them as links inside the PDF, and an image's link to its own file is removed;
-- a title page with the book's title, author and edition, and the linked table of contents;
-- each explorable figure gets a line naming the settings it is printed at.
+- the site is served from a local HTTP server and its pages opened in Debian's Chromium through
+  Playwright, with every request to another host blocked, so the PDF is made offline from the
+  book's own ``_static`` (MathJax, the Vega bundle, the Korean web font);
+- before a page is printed, what is drawn after it loads has been drawn: the math (MathJax's
+  start-up promise), the explorable figures (each ``div.pe-chart`` gets ``data-pe-chart-state``
+  from ``_static/pe-charts.js``) and the web fonts. Pages load side by side while the one before
+  them prints; they print in order, each numbered on from where the last one ended (the footer is
+  ``_static/print.css``'s page margin boxes; the page counter starts at the pages before it);
+- each page is prepared for paper with ``print.css`` and a few DOM changes: solutions open, each
+  explorable figure with a line naming the settings it is printed at, links into the page kept as
+  links inside the PDF, and links to the book's other pages kept for the assembly below (links to
+  pages that are not printed, such as the index, lose their link and keep their text);
+- the front matter, printed last: a title page (title, edition, author) and the contents, every
+  chapter and section with the page it starts on and a link to it, numbered in roman numerals;
+- the assembly: the parts' pages in order, every link between pages made a link to the page and
+  place in the PDF, the outline (bookmarks: one entry per chapter, one per section under it, with
+  the heading's text), and page labels that match the printed numbers.
 
-Chromium writes the PDF's outline (bookmarks) from the headings, and page numbers in the footer.
-Anything that would give a wrong or empty PDF fails with a message and exit status 1: the
-single-page build's ``index.html`` is only a redirect, so the page it names is printed, and a page
-without chapters is refused.
+Where a heading or a link target lands is read from the part's named destinations: Chromium
+writes one for every element a link on the page points to, so each page gets an unseen link
+(``display: none``) to each of its headings and to every place another page links to.
+
+Anything that would give a wrong or empty PDF fails with a message and exit status 1: a document
+missing from the site, a page without a first heading or (nearly) without text, a figure not
+drawn, a request that leaves the machine, a link to a place the PDF does not have.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import html
 import http.server
+import io
 import os
 import re
 import shutil
 import sys
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -46,32 +62,159 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-# The page must load, and what is drawn after it loads be drawn, within this time (ms).
+# A page must load, and what is drawn after it loads be drawn, within this time (ms).
 DRAW_TIMEOUT_MS = 180_000
-# The copy of the single page at the site's root, where its relative links and assets resolve.
-PRINTED_PAGE = "print.html"
+# The id a heading gets (before its section's id) for printing.
+HEADING_ID = "pe-print-heading-"
+# Pages loading and drawing at once (each in its own renderer), beside the one printing.
+LOADING_AT_ONCE = 2
 
-FOOTER = (
-    '<div style="width:100%; font-size:8pt; font-family:sans-serif; color:#555;'
-    ' padding:0 18mm; display:flex; justify-content:space-between;">'
-    '<span>{title}</span><span><span class="pageNumber"></span> / '
-    '<span class="totalPages"></span></span></div>'
+SECTION_HEADING = re.compile(
+    r'<section\b[^>]*\bid="(?P<id>[^"]+)"[^>]*>\s*(?:<span id="[^"]*"></span>\s*)*'
+    r"<h(?P<level>[12])>(?P<html>.*?)</h(?P=level)>",
+    re.S,
 )
+HREF = re.compile(r'\bhref="([^"]+)"')
+MATH = re.compile(r'<span class="math[^"]*">\\\((.*?)\\\)</span>', re.S)
 
-# Runs in the page before printing; returns what the caller checks.
-PREPARE = r"""([pageName, edition]) => {
-    // Links into the single page become links inside the document.
+
+@dataclass
+class Heading:
+    level: int  # 1 the document's title, 2 a section
+    anchor: str
+    text: str  # plain text, with the section number: "2.6. Odd d_model"
+
+
+@dataclass
+class Document:
+    name: str  # "book/02_sinusoidal_formula"
+    headings: list[Heading]
+    # Every place on the page that a link (from any printed page, the contents included) names.
+    targets: set[str] = field(default_factory=set)
+
+    @property
+    def url_path(self) -> str:
+        return f"{self.name}.html"
+
+
+@dataclass
+class Part:
+    document: Document | None  # None: the front matter
+    pdf: bytes
+    pages: int
+    places: dict[str, tuple[int, float]]  # anchor -> (page in the part, top)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib signature)
+        pass
+
+
+def fail(message: str) -> None:
+    print(f"print_pdf: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def find_chromium() -> str:
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(path, os.X_OK):
+        fail("no Chromium browser found (apt-get install chromium, or set $CHROMIUM)")
+    return path
+
+
+def plain_math(tex: str) -> str:
+    """Inline TeX as plain text for an outline entry: ``d_{\\text{model}}`` -> ``d_model``."""
+    tex = re.sub(r"\\(?:text|mathrm|mathit|mathbf|operatorname)\{([^{}]*)\}", r"\1", tex)
+    tex = tex.replace("\\sqrt", "√").replace("\\,", " ")
+    return re.sub(r"\\([A-Za-z]+)", r"\1", tex).replace("{", "").replace("}", "")
+
+
+def heading_text(fragment: str) -> str:
+    """A heading's HTML as the plain text of an outline entry (its "#" link left out)."""
+    fragment = re.sub(r'<a class="headerlink".*?</a>', "", fragment, flags=re.S)
+    fragment = MATH.sub(lambda m: plain_math(html.unescape(m[1])), fragment)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
+
+
+def toc_documents(source: Path) -> list[str]:
+    """The documents of ``_toc.yml`` in reading order (``book/intro``, ...)."""
+    toc = yaml.safe_load((source / "_toc.yml").read_text(encoding="utf-8"))
+    names = [toc["root"]]
+
+    def walk(entries: list[dict]) -> None:
+        for entry in entries:
+            if "file" in entry:
+                names.append(entry["file"])
+            walk(entry.get("sections", []))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters", []))
+    walk(toc.get("chapters", []))
+    return [re.sub(r"\.(md|ipynb)$", "", name) for name in names]
+
+
+def read_documents(site: Path, names: list[str]) -> list[Document]:
+    """Each document's headings, and the places on it that the printed pages link to."""
+    documents = {}
+    for name in names:
+        page = site / f"{name}.html"
+        if not page.is_file():
+            fail(f"no {page}: build the HTML book first (make book)")
+        text = page.read_text(encoding="utf-8")
+        headings = [
+            Heading(int(m["level"]), m["id"], heading_text(m["html"]))
+            for m in SECTION_HEADING.finditer(text)
+        ]
+        if not headings or headings[0].level != 1:
+            fail(f"{page} has no first heading (<section id=...><h1>): nothing to print")
+        documents[name] = Document(name, headings, {h.anchor for h in headings})
+    for name, document in documents.items():
+        base = f"http://book/{document.url_path}"
+        for href in HREF.findall((site / f"{name}.html").read_text(encoding="utf-8")):
+            url = urlsplit(urljoin(base, html.unescape(href)))
+            target = url.path.lstrip("/").removesuffix(".html")
+            if url.netloc == "book" and url.fragment and target in documents:
+                documents[target].targets.add(unquote(url.fragment))
+    return list(documents.values())
+
+
+# Runs in each page before it prints; returns what the caller checks.
+PREPARE = r"""([printed, targets, headings, headingId]) => {
+    // Links: inside the page, to another printed page (kept whole, for the assembly), or to a
+    // page that is not printed (the link goes, its text stays).
     for (const a of document.querySelectorAll('a[href]')) {
         const url = new URL(a.href, document.baseURI);
-        if (url.origin === location.origin && url.pathname.endsWith('/' + pageName) && url.hash) {
+        if (url.origin !== location.origin) continue;
+        const path = url.pathname.replace(/^\//, '');
+        if (path === location.pathname.replace(/^\//, '') && url.hash) {
             a.setAttribute('href', url.hash);
-        } else if (url.origin === location.origin && url.pathname.includes('/_images/')
-                   && a.querySelector('img')) {
-            // An image linked to its own file (Sphinx does so for scaled images): on paper the
-            // image is all there is, and the link would name the print server.
+        } else if (printed.includes(path)) {
+            a.setAttribute('href', url.href);
+        } else {
             a.removeAttribute('href');
         }
     }
+    // Each heading gets an id of its own: where its section starts can be the page before it
+    // (a heading is kept with the text after it), and the contents and outline name the heading.
+    for (const id of headings) {
+        const heading = document.getElementById(id)?.querySelector(':scope > h1, :scope > h2');
+        if (heading) {
+            heading.id = headingId + id;
+            targets.push(heading.id);
+        }
+    }
+    // An unseen link to every place other pages (and the contents) link to: Chromium writes a
+    // named destination for each, which tells the assembly where it landed.
+    const anchors = document.createElement('nav');
+    anchors.style.display = 'none';
+    for (const id of targets) {
+        const a = document.createElement('a');
+        a.setAttribute('href', '#' + encodeURIComponent(id));
+        anchors.append(a);
+    }
+    document.body.append(anchors);
+    // The theme's print-only block (the page's title and contents again): the PDF has its own.
+    document.getElementById('jb-print-docs-body')?.remove();
     // Solutions printed open.
     document.querySelectorAll('details').forEach(d => { d.open = true; });
     document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
@@ -89,21 +232,8 @@ PREPARE = r"""([pageName, edition]) => {
         figure.after(note);
         notes += 1;
     }
-    // The title page: the theme's print-only block (title and contents) gets the edition.
-    const block = document.getElementById('jb-print-docs-body');
-    if (block) {
-        const line = document.createElement('p');
-        line.className = 'pe-print-edition';
-        line.textContent = edition;
-        block.querySelector('h1').after(line);
-    }
-    const text = (document.querySelector('main article') || document.body).innerText;
-    return {
-        titlePage: Boolean(block),
-        chapters: document.querySelectorAll('span[id^="document-"]').length,
-        textLength: text.length,
-        notes,
-    };
+    const article = document.querySelector('main article');
+    return {textLength: article ? article.innerText.length : 0, notes};
 }"""
 
 WAIT_FOR_DRAWING = r"""async () => {
@@ -121,126 +251,280 @@ WAIT_FOR_DRAWING = r"""async () => {
     return figures.filter(f => f.dataset.peChartState !== 'drawn').map(f => f.dataset.peChart);
 }"""
 
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib signature)
-        pass
-
-
-def fail(message: str) -> None:
-    print(f"print_pdf: {message}", file=sys.stderr)
-    raise SystemExit(1)
+# The front matter replaces the shell page's article.
+FRONT = r"""(front) => {
+    document.getElementById('jb-print-docs-body')?.remove();
+    const article = document.querySelector('main article');
+    article.innerHTML = front;
+    return document.fonts.ready.then(() => article.innerText.length);
+}"""
 
 
-def single_page(site: Path) -> Path:
-    """The page the single-page build's ``index.html`` redirects to."""
-    index = site / "index.html"
-    if not index.is_file():
-        fail(f"no {index}: build the single-page HTML first (--builder singlehtml)")
-    text = index.read_text(encoding="utf-8")
-    redirect = re.search(r'http-equiv="Refresh" content="0; url=([^"]+)"', text)
-    page = site / html.unescape(redirect[1]) if redirect else index
-    if not page.is_file():
-        fail(f"{index} redirects to {page}, which does not exist")
-    return page
+def css_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def find_chromium() -> str:
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.access(path, os.X_OK):
-        fail("no Chromium browser found (apt-get install chromium, or set $CHROMIUM)")
-    return path
+def footer_style(title: str, pages_before: int, front: bool) -> str:
+    """The page margin boxes' text (print.css styles them) and where the page count starts."""
+    numbering = "counter(page, lower-roman)" if front else "counter(page)"
+    style = (
+        f"@page {{ @bottom-left {{ content: {css_string(title)}; }}"
+        f" @bottom-right {{ content: {numbering}; }} }}\n"
+        f"html {{ counter-reset: page {pages_before}; }}\n"
+    )
+    if front:  # the title page has no footer
+        style += (
+            "@page :first { @bottom-left { content: none; } @bottom-right { content: none; } }\n"
+        )
+    return style
 
 
-def print_pdf(site: Path, output: Path, edition: str) -> None:
-    from playwright.sync_api import sync_playwright
+def front_matter(
+    title: str, edition: str, author: str, documents: list[Document], page_of: dict[str, int]
+) -> str:
+    """The title page and the contents (chapters and sections, each with its page)."""
+    rows = []
+    for document in documents:
+        for heading in document.headings:
+            href = f"/{document.url_path}#{heading.anchor}"
+            rows.append(
+                f'<li class="pe-contents-level-{heading.level}"><a href="{html.escape(href)}">'
+                f'<span class="pe-contents-title">{html.escape(heading.text)}</span>'
+                f'<span class="pe-contents-page">{page_of[f"{document.name}#{heading.anchor}"]}'
+                "</span></a></li>"
+            )
+    return (
+        '<section class="pe-title-page">'
+        f'<p class="pe-print-title">{html.escape(title)}</p>'
+        f'<p class="pe-print-edition">{html.escape(edition)}</p>'
+        f'<p class="pe-print-author">{html.escape(author)}</p></section>'
+        '<nav class="pe-contents"><p class="pe-contents-heading">Contents</p>'
+        f"<ol>{''.join(rows)}</ol></nav>"
+    )
 
-    page_file = single_page(site)
-    # Served from the site's root: the single page's links and assets are relative to it.
-    shutil.copyfile(page_file, site / PRINTED_PAGE)
-    page_name = page_file.relative_to(site).as_posix()
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    title = html.escape(config["title"])
+
+def read_part(document: Document | None, pdf: bytes) -> Part:
+    from pypdf import PdfReader
+
+    reader = PdfReader(io.BytesIO(pdf))
+    places = {
+        unquote(name.lstrip("/")): (reader.get_destination_page_number(dest), float(dest.top))
+        for name, dest in reader.named_destinations.items()
+    }
+    # A link to a section goes to its heading.
+    for heading in document.headings if document is not None else []:
+        if HEADING_ID + heading.anchor in places:
+            places[heading.anchor] = places[HEADING_ID + heading.anchor]
+    return Part(document, pdf, len(reader.pages), places)
+
+
+def assemble(parts: list[Part], base_url: str, title: str, author: str, output: Path) -> int:
+    """The parts as one PDF with links between pages, the outline and page labels; returns the
+    number of links made into links between pages."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, Fit, FloatObject, NameObject, NullObject
+
+    writer = PdfWriter()
+    first_page: list[int] = []
+    for part in parts:
+        first_page.append(len(writer.pages))
+        for page in PdfReader(io.BytesIO(part.pdf)).pages:
+            writer.add_page(page)
+    place: dict[str, tuple[int, float]] = {}
+    for part, start in zip(parts, first_page, strict=True):
+        if part.document is None:
+            continue
+        top = float(writer.pages[start].mediabox.top)
+        place[part.document.name] = (start, top)
+        for anchor, (page, y) in part.places.items():
+            place[f"{part.document.name}#{anchor}"] = (start + page, y)
+
+    linked, unknown = 0, []
+    for part, start in zip(parts, first_page, strict=True):
+        own = part.document.name if part.document is not None else None
+        for index in range(start, start + part.pages):
+            for reference in writer.pages[index].get("/Annots") or []:
+                link = reference.get_object()
+                if link.get("/Subtype") != "/Link":
+                    continue
+                action = link.get("/A")
+                action = action.get_object() if action is not None else {}
+                uri = str(action.get("/URI", ""))
+                named = link.get("/Dest", action.get("/D"))
+                if uri.startswith(base_url):
+                    url = urlsplit(uri)
+                    key = url.path.lstrip("/").removesuffix(".html")
+                    key += f"#{unquote(url.fragment)}" if url.fragment else ""
+                elif named is not None and own is not None and not isinstance(named, list):
+                    key = f"{own}#{unquote(str(named).lstrip('/'))}"
+                else:
+                    continue
+                if key not in place:
+                    unknown.append(f"page {index + 1}: {key}")
+                    continue
+                target, y = place[key]
+                link[NameObject("/Dest")] = ArrayObject(
+                    [
+                        writer.pages[target].indirect_reference,
+                        NameObject("/XYZ"),
+                        NullObject(),
+                        FloatObject(y),
+                        NullObject(),
+                    ]
+                )
+                if "/A" in link:
+                    del link["/A"]
+                linked += 1
+    if unknown:
+        fail("links to places the PDF does not have:\n  " + "\n  ".join(unknown[:20]))
+
+    for part in parts:
+        if part.document is None:
+            continue
+        parent = None
+        for heading in part.document.headings:
+            page, y = place[f"{part.document.name}#{heading.anchor}"]
+            item = writer.add_outline_item(
+                heading.text,
+                page,
+                parent=parent if heading.level == 2 else None,
+                fit=Fit.xyz(top=y),
+            )
+            if heading.level == 1:
+                parent = item
+    front = sum(part.pages for part in parts if part.document is None)
+    writer.set_page_label(0, front - 1, style="/r")
+    writer.set_page_label(front, len(writer.pages) - 1, style="/D", start=1)
+    writer.page_mode = "/UseOutlines"
+    writer.add_metadata({"/Title": title, "/Author": author})
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("wb") as file:
+        writer.write(file)
+    return linked
+
+
+async def print_parts(
+    site: Path, documents: list[Document], title: str, edition: str, author: str
+) -> tuple[list[Part], str, int]:
+    """Every document printed (in order, numbered on), then the front matter."""
+    from playwright.async_api import async_playwright
 
     handler = functools.partial(_QuietHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}/"
+    printed = [document.url_path for document in documents]
     problems: list[str] = []
+    loading = asyncio.Semaphore(LOADING_AT_ONCE)
 
-    def route(route) -> None:
+    async def route(route) -> None:
         url = route.request.url
         if url.startswith(base_url) or url.startswith(("data:", "blob:", "about:")):
-            route.continue_()
+            await route.continue_()
         else:
             problems.append(f"request leaving localhost (blocked): {url}")
-            route.abort("blockedbyclient")
+            await route.abort("blockedbyclient")
 
     def on_response(response) -> None:
-        # The single-page builder writes no search index, which the theme's search box asks for.
-        missing_search_index = response.url == base_url + "searchindex.js"
-        if (
-            response.url.startswith(base_url)
-            and response.status >= 400
-            and not missing_search_index
-        ):
+        if response.url.startswith(base_url) and response.status >= 400:
             problems.append(f"HTTP {response.status}: {response.url}")
 
+    async def opened(context, path: str):
+        page = await context.new_page()
+        page.on("pageerror", lambda error: problems.append(f"{path}: uncaught error: {error}"))
+        page.on("response", on_response)
+        page.set_default_timeout(DRAW_TIMEOUT_MS)
+        page.set_default_navigation_timeout(DRAW_TIMEOUT_MS)
+        await page.goto(base_url + path, wait_until="load")
+        failed = await page.evaluate(WAIT_FOR_DRAWING)
+        if failed:
+            problems.append(f"{path}: figures not drawn: {failed}")
+        await page.add_style_tag(url=base_url + "_static/print.css")
+        return page
+
+    async def prepared(context, document: Document):
+        async with loading:
+            page = await opened(context, document.url_path)
+            anchors = [heading.anchor for heading in document.headings]
+            found = await page.evaluate(
+                PREPARE, [printed, sorted(document.targets), anchors, HEADING_ID]
+            )
+        if found["textLength"] < 200:
+            problems.append(f"{document.url_path}: the page to print is (nearly) empty")
+        return page, found
+
+    async def pdf(page, pages_before: int, front: bool) -> bytes:
+        await page.add_style_tag(content=footer_style(title, pages_before, front))
+        await page.evaluate("document.fonts.ready.then(() => true)")
+        if problems:
+            fail("\n  ".join(["cannot print the book:", *problems]))
+        data = await page.pdf(prefer_css_page_size=True, print_background=True)
+        await page.close()
+        return data
+
+    parts: list[Part] = []
+    notes = 0
     try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(
                 executable_path=find_chromium(), args=CHROMIUM_FLAGS
             )
-            context = browser.new_context()
-            context.route("**/*", route)
-            page = context.new_page()
-            page.on("pageerror", lambda error: problems.append(f"uncaught error: {error}"))
-            page.on("response", on_response)
-            page.set_default_timeout(DRAW_TIMEOUT_MS)
-            page.set_default_navigation_timeout(DRAW_TIMEOUT_MS)
-            page.goto(base_url + PRINTED_PAGE, wait_until="load")
-            failed = page.evaluate(WAIT_FOR_DRAWING)
-            if failed:
-                problems.append(f"figures not drawn: {failed}")
-            page.add_style_tag(url=base_url + "_static/print.css")
-            found = page.evaluate(PREPARE, [page_name, edition])
-            page.evaluate("document.fonts.ready")
-            if not found["titlePage"]:
-                problems.append("no title page: the theme's print block #jb-print-docs-body")
-            if found["chapters"] == 0 or found["textLength"] < 1000:
-                problems.append(f"the page to print is (nearly) empty: {found}")
-            if problems:
-                fail("\n  ".join(["cannot print the book:", *problems]))
-            output.parent.mkdir(parents=True, exist_ok=True)
-            page.pdf(
-                path=output,
-                format="A4",
-                margin={"top": "16mm", "bottom": "18mm", "left": "16mm", "right": "16mm"},
-                print_background=True,
-                display_header_footer=True,
-                header_template="<span></span>",
-                footer_template=FOOTER.format(title=title),
-                outline=True,
-                tagged=True,
-            )
-            browser.close()
+            context = await browser.new_context()
+            await context.route("**/*", route)
+            waiting = [asyncio.ensure_future(prepared(context, d)) for d in documents]
+            pages_before = 0
+            try:
+                for document, task in zip(documents, waiting, strict=True):
+                    page, found = await task
+                    notes += found["notes"]
+                    part = read_part(document, await pdf(page, pages_before, front=False))
+                    pages_before += part.pages
+                    parts.append(part)
+            finally:
+                for task in waiting:
+                    task.cancel()
+            page_of, start = {}, 0
+            for document, part in zip(documents, parts, strict=True):
+                for heading in document.headings:
+                    key = f"{document.name}#{heading.anchor}"
+                    if heading.anchor not in part.places:
+                        fail(f"{key}: its heading was not printed")
+                    page_of[key] = start + part.places[heading.anchor][0] + 1
+                start += part.pages
+            page = await opened(context, documents[0].url_path)
+            front = front_matter(title, edition, author, documents, page_of)
+            await page.evaluate(FRONT, front)
+            parts.insert(0, read_part(None, await pdf(page, 0, front=True)))
+            await browser.close()
     finally:
         server.shutdown()
         server.server_close()
+    return parts, base_url, notes
+
+
+def print_book(source: Path, site: Path, output: Path, edition: str) -> None:
+    config = yaml.safe_load((source / "_config.yml").read_text(encoding="utf-8"))
+    title, author = config["title"], config.get("author", "")
+    documents = read_documents(site, toc_documents(source))
+    parts, base_url, notes = asyncio.run(print_parts(site, documents, title, edition, author))
+    linked = assemble(parts, base_url, title, author, output)
     if not output.is_file() or output.stat().st_size < 10_000:
         fail(f"{output} was not written, or is (nearly) empty")
+    pages = sum(part.pages for part in parts)
     print(
-        f"print_pdf: wrote {output} ({found['chapters']} chapters, {found['notes']} figure notes)"
+        f"print_pdf: wrote {output} ({len(documents)} documents, {pages} pages, "
+        f"{linked} links between pages, {notes} figure notes)"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("site", type=Path, help="the single-page build's folder")
+    parser.add_argument("source", type=Path, help="the folder with _config.yml and _toc.yml")
+    parser.add_argument("site", type=Path, help="the HTML build of that book")
     parser.add_argument("output", type=Path, help="the PDF to write")
     parser.add_argument("--edition", default="The complete edition, with solutions")
     args = parser.parse_args()
-    print_pdf(args.site.resolve(), args.output, args.edition)
+    print_book(args.source.resolve(), args.site.resolve(), args.output, args.edition)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,10 @@ on its own from its own page, and the parts are put together with pypdf:
   book's own ``_static`` (MathJax, the Vega bundle, the Korean web font);
 - before a page is printed, what is drawn after it loads has been drawn: the math (MathJax's
   start-up promise), the explorable figures (each ``div.pe-chart`` gets ``data-pe-chart-state``
-  from ``_static/pe-charts.js``) and the web fonts. Pages load side by side while the one before
-  them prints; they print in order, each numbered on from where the last one ended (the footer is
-  ``_static/print.css``'s page margin boxes; the page counter starts at the pages before it);
+  from ``_static/pe-charts.js``) and the web fonts. A few browser tabs take the documents in
+  turn, so that the next ones load while one prints (a tab keeps its renderer from one document
+  to the next); they print in order, each numbered on from where the last one ended (the footer
+  is ``_static/print.css``'s page margin boxes; the page counter starts at the pages before it);
 - each page is prepared for paper with ``print.css`` and a few DOM changes: solutions open, each
   explorable figure with a line naming the settings it is printed at, links into the page kept as
   links inside the PDF, and links to the book's other pages kept for the assembly below (links to
@@ -66,8 +67,9 @@ CHROMIUM_FLAGS = [
 DRAW_TIMEOUT_MS = 180_000
 # The id a heading gets (before its section's id) for printing.
 HEADING_ID = "pe-print-heading-"
-# Pages loading and drawing at once (each in its own renderer), beside the one printing.
-LOADING_AT_ONCE = 2
+# Browser tabs: each loads and draws its next document while another prints; a tab keeps its
+# renderer (and what it has parsed and decoded) from one document to the next.
+TABS = 3
 
 SECTION_HEADING = re.compile(
     r'<section\b[^>]*\bid="(?P<id>[^"]+)"[^>]*>\s*(?:<span id="[^"]*"></span>\s*)*'
@@ -415,7 +417,6 @@ async def print_parts(
     base_url = f"http://127.0.0.1:{server.server_address[1]}/"
     printed = [document.url_path for document in documents]
     problems: list[str] = []
-    loading = asyncio.Semaphore(LOADING_AT_ONCE)
 
     async def route(route) -> None:
         url = route.request.url
@@ -429,41 +430,55 @@ async def print_parts(
         if response.url.startswith(base_url) and response.status >= 400:
             problems.append(f"HTTP {response.status}: {response.url}")
 
-    async def opened(context, path: str):
+    async def new_tab(context):
         page = await context.new_page()
-        page.on("pageerror", lambda error: problems.append(f"{path}: uncaught error: {error}"))
+        page.on("pageerror", lambda error: problems.append(f"{page.url}: uncaught error: {error}"))
         page.on("response", on_response)
         page.set_default_timeout(DRAW_TIMEOUT_MS)
         page.set_default_navigation_timeout(DRAW_TIMEOUT_MS)
+        return page
+
+    async def opened(page, path: str) -> None:
         await page.goto(base_url + path, wait_until="load")
         failed = await page.evaluate(WAIT_FOR_DRAWING)
         if failed:
             problems.append(f"{path}: figures not drawn: {failed}")
         await page.add_style_tag(url=base_url + "_static/print.css")
-        return page
-
-    async def prepared(context, document: Document):
-        async with loading:
-            page = await opened(context, document.url_path)
-            anchors = [heading.anchor for heading in document.headings]
-            found = await page.evaluate(
-                PREPARE, [printed, sorted(document.targets), anchors, HEADING_ID]
-            )
-        if found["textLength"] < 200:
-            problems.append(f"{document.url_path}: the page to print is (nearly) empty")
-        return page, found
 
     async def pdf(page, pages_before: int, front: bool) -> bytes:
         await page.add_style_tag(content=footer_style(title, pages_before, front))
         await page.evaluate("document.fonts.ready.then(() => true)")
         if problems:
             fail("\n  ".join(["cannot print the book:", *problems]))
-        data = await page.pdf(prefer_css_page_size=True, print_background=True)
-        await page.close()
-        return data
+        return await page.pdf(prefer_css_page_size=True, print_background=True)
 
-    parts: list[Part] = []
+    parts: list[Part | None] = [None] * len(documents)
+    turns = [asyncio.Event() for _ in documents]
+    pages_before = 0
     notes = 0
+
+    async def tab(context, first: int) -> None:
+        """Documents first, first + TABS, ...: each loaded and prepared, printed in its turn."""
+        nonlocal pages_before, notes
+        page = await new_tab(context)
+        for index in range(first, len(documents), TABS):
+            document = documents[index]
+            await opened(page, document.url_path)
+            anchors = [heading.anchor for heading in document.headings]
+            found = await page.evaluate(
+                PREPARE, [printed, sorted(document.targets), anchors, HEADING_ID]
+            )
+            if found["textLength"] < 200:
+                problems.append(f"{document.url_path}: the page to print is (nearly) empty")
+            await turns[index].wait()
+            part = read_part(document, await pdf(page, pages_before, front=False))
+            pages_before += part.pages
+            notes += found["notes"]
+            parts[index] = part
+            if index + 1 < len(documents):
+                turns[index + 1].set()
+        await page.close()
+
     try:
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(
@@ -471,35 +486,27 @@ async def print_parts(
             )
             context = await browser.new_context()
             await context.route("**/*", route)
-            waiting = [asyncio.ensure_future(prepared(context, d)) for d in documents]
-            pages_before = 0
-            try:
-                for document, task in zip(documents, waiting, strict=True):
-                    page, found = await task
-                    notes += found["notes"]
-                    part = read_part(document, await pdf(page, pages_before, front=False))
-                    pages_before += part.pages
-                    parts.append(part)
-            finally:
-                for task in waiting:
-                    task.cancel()
+            turns[0].set()
+            await asyncio.gather(*(tab(context, first) for first in range(TABS)))
+            printed_parts = [part for part in parts if part is not None]
             page_of, start = {}, 0
-            for document, part in zip(documents, parts, strict=True):
+            for document, part in zip(documents, printed_parts, strict=True):
                 for heading in document.headings:
                     key = f"{document.name}#{heading.anchor}"
                     if heading.anchor not in part.places:
                         fail(f"{key}: its heading was not printed")
                     page_of[key] = start + part.places[heading.anchor][0] + 1
                 start += part.pages
-            page = await opened(context, documents[0].url_path)
+            page = await new_tab(context)
+            await opened(page, documents[0].url_path)
             front = front_matter(title, edition, author, documents, page_of)
             await page.evaluate(FRONT, front)
-            parts.insert(0, read_part(None, await pdf(page, 0, front=True)))
+            printed_parts.insert(0, read_part(None, await pdf(page, 0, front=True)))
             await browser.close()
     finally:
         server.shutdown()
         server.server_close()
-    return parts, base_url, notes
+    return printed_parts, base_url, notes
 
 
 def print_book(source: Path, site: Path, output: Path, edition: str) -> None:

@@ -4,7 +4,8 @@ Usage: ``python tools/print_pdf.py SOURCE_DIR SITE_DIR OUTPUT.pdf [--edition NAM
 
 SOURCE_DIR holds the book's ``_config.yml`` (title, author) and ``_toc.yml`` (the documents, in
 reading order); SITE_DIR is its HTML build. Every document of the table of contents is printed
-on its own from its own page, and the parts are put together with pypdf:
+on its own from its own page, and the parts are put together with pypdf (what is read from the
+build before printing is ``tools/book_pages.py``; the assembly is ``tools/pdf_assembly.py``):
 
 - the site is served from a local HTTP server and its pages opened in Debian's Chromium through
   Playwright, with every request to another host blocked, so the PDF is made offline from the
@@ -41,17 +42,15 @@ import asyncio
 import functools
 import html
 import http.server
-import io
 import os
-import re
 import shutil
 import sys
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
 
 import yaml
+from book_pages import Document, read_documents, toc_documents
+from pdf_assembly import HEADING_ID, Part, assemble, read_part
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -65,46 +64,9 @@ CHROMIUM_FLAGS = [
 ]
 # A page must load, and what is drawn after it loads be drawn, within this time (ms).
 DRAW_TIMEOUT_MS = 180_000
-# The id a heading gets (before its section's id) for printing.
-HEADING_ID = "pe-print-heading-"
 # Browser tabs: each loads and draws its next document while another prints; a tab keeps its
 # renderer (and what it has parsed and decoded) from one document to the next.
 TABS = 3
-
-SECTION_HEADING = re.compile(
-    r'<section\b[^>]*\bid="(?P<id>[^"]+)"[^>]*>\s*(?:<span id="[^"]*"></span>\s*)*'
-    r"<h(?P<level>[12])>(?P<html>.*?)</h(?P=level)>",
-    re.S,
-)
-HREF = re.compile(r'\bhref="([^"]+)"')
-MATH = re.compile(r'<span class="math[^"]*">\\\((.*?)\\\)</span>', re.S)
-
-
-@dataclass
-class Heading:
-    level: int  # 1 the document's title, 2 a section
-    anchor: str
-    text: str  # plain text, with the section number: "2.6. Odd d_model"
-
-
-@dataclass
-class Document:
-    name: str  # "book/02_sinusoidal_formula"
-    headings: list[Heading]
-    # Every place on the page that a link (from any printed page, the contents included) names.
-    targets: set[str] = field(default_factory=set)
-
-    @property
-    def url_path(self) -> str:
-        return f"{self.name}.html"
-
-
-@dataclass
-class Part:
-    document: Document | None  # None: the front matter
-    pdf: bytes
-    pages: int
-    places: dict[str, tuple[int, float]]  # anchor -> (page in the part, top)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -122,62 +84,6 @@ def find_chromium() -> str:
     if not os.access(path, os.X_OK):
         fail("no Chromium browser found (apt-get install chromium, or set $CHROMIUM)")
     return path
-
-
-def plain_math(tex: str) -> str:
-    """Inline TeX as plain text for an outline entry: ``d_{\\text{model}}`` -> ``d_model``."""
-    tex = re.sub(r"\\(?:text|mathrm|mathit|mathbf|operatorname)\{([^{}]*)\}", r"\1", tex)
-    tex = tex.replace("\\sqrt", "√").replace("\\,", " ")
-    return re.sub(r"\\([A-Za-z]+)", r"\1", tex).replace("{", "").replace("}", "")
-
-
-def heading_text(fragment: str) -> str:
-    """A heading's HTML as the plain text of an outline entry (its "#" link left out)."""
-    fragment = re.sub(r'<a class="headerlink".*?</a>', "", fragment, flags=re.S)
-    fragment = MATH.sub(lambda m: plain_math(html.unescape(m[1])), fragment)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
-
-
-def toc_documents(source: Path) -> list[str]:
-    """The documents of ``_toc.yml`` in reading order (``book/intro``, ...)."""
-    toc = yaml.safe_load((source / "_toc.yml").read_text(encoding="utf-8"))
-    names = [toc["root"]]
-
-    def walk(entries: list[dict]) -> None:
-        for entry in entries:
-            if "file" in entry:
-                names.append(entry["file"])
-            walk(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return [re.sub(r"\.(md|ipynb)$", "", name) for name in names]
-
-
-def read_documents(site: Path, names: list[str]) -> list[Document]:
-    """Each document's headings, and the places on it that the printed pages link to."""
-    documents = {}
-    for name in names:
-        page = site / f"{name}.html"
-        if not page.is_file():
-            fail(f"no {page}: build the HTML book first (make book)")
-        text = page.read_text(encoding="utf-8")
-        headings = [
-            Heading(int(m["level"]), m["id"], heading_text(m["html"]))
-            for m in SECTION_HEADING.finditer(text)
-        ]
-        if not headings or headings[0].level != 1:
-            fail(f"{page} has no first heading (<section id=...><h1>): nothing to print")
-        documents[name] = Document(name, headings, {h.anchor for h in headings})
-    for name, document in documents.items():
-        base = f"http://book/{document.url_path}"
-        for href in HREF.findall((site / f"{name}.html").read_text(encoding="utf-8")):
-            url = urlsplit(urljoin(base, html.unescape(href)))
-            target = url.path.lstrip("/").removesuffix(".html")
-            if url.netloc == "book" and url.fragment and target in documents:
-                documents[target].targets.add(unquote(url.fragment))
-    return list(documents.values())
 
 
 # Runs in each page before it prints; returns what the caller checks.
@@ -305,106 +211,6 @@ def front_matter(
     )
 
 
-def read_part(document: Document | None, pdf: bytes) -> Part:
-    from pypdf import PdfReader
-
-    reader = PdfReader(io.BytesIO(pdf))
-    places = {
-        unquote(name.lstrip("/")): (reader.get_destination_page_number(dest), float(dest.top))
-        for name, dest in reader.named_destinations.items()
-    }
-    # A link to a section goes to its heading.
-    for heading in document.headings if document is not None else []:
-        if HEADING_ID + heading.anchor in places:
-            places[heading.anchor] = places[HEADING_ID + heading.anchor]
-    return Part(document, pdf, len(reader.pages), places)
-
-
-def assemble(parts: list[Part], base_url: str, title: str, author: str, output: Path) -> int:
-    """The parts as one PDF with links between pages, the outline and page labels; returns the
-    number of links made into links between pages."""
-    from pypdf import PdfReader, PdfWriter
-    from pypdf.generic import ArrayObject, Fit, FloatObject, NameObject, NullObject
-
-    writer = PdfWriter()
-    first_page: list[int] = []
-    for part in parts:
-        first_page.append(len(writer.pages))
-        for page in PdfReader(io.BytesIO(part.pdf)).pages:
-            writer.add_page(page)
-    place: dict[str, tuple[int, float]] = {}
-    for part, start in zip(parts, first_page, strict=True):
-        if part.document is None:
-            continue
-        top = float(writer.pages[start].mediabox.top)
-        place[part.document.name] = (start, top)
-        for anchor, (page, y) in part.places.items():
-            place[f"{part.document.name}#{anchor}"] = (start + page, y)
-
-    linked, unknown = 0, []
-    for part, start in zip(parts, first_page, strict=True):
-        own = part.document.name if part.document is not None else None
-        for index in range(start, start + part.pages):
-            for reference in writer.pages[index].get("/Annots") or []:
-                link = reference.get_object()
-                if link.get("/Subtype") != "/Link":
-                    continue
-                action = link.get("/A")
-                action = action.get_object() if action is not None else {}
-                uri = str(action.get("/URI", ""))
-                named = link.get("/Dest", action.get("/D"))
-                if uri.startswith(base_url):
-                    url = urlsplit(uri)
-                    key = url.path.lstrip("/").removesuffix(".html")
-                    key += f"#{unquote(url.fragment)}" if url.fragment else ""
-                elif named is not None and own is not None and not isinstance(named, list):
-                    key = f"{own}#{unquote(str(named).lstrip('/'))}"
-                else:
-                    continue
-                if key not in place:
-                    unknown.append(f"page {index + 1}: {key}")
-                    continue
-                target, y = place[key]
-                link[NameObject("/Dest")] = ArrayObject(
-                    [
-                        writer.pages[target].indirect_reference,
-                        NameObject("/XYZ"),
-                        NullObject(),
-                        FloatObject(y),
-                        NullObject(),
-                    ]
-                )
-                if "/A" in link:
-                    del link["/A"]
-                linked += 1
-    if unknown:
-        fail("links to places the PDF does not have:\n  " + "\n  ".join(unknown[:20]))
-
-    for part in parts:
-        if part.document is None:
-            continue
-        parent = None
-        for heading in part.document.headings:
-            page, y = place[f"{part.document.name}#{heading.anchor}"]
-            item = writer.add_outline_item(
-                heading.text,
-                page,
-                parent=parent if heading.level == 2 else None,
-                fit=Fit.xyz(top=y),
-            )
-            if heading.level == 1:
-                parent = item
-    front = sum(part.pages for part in parts if part.document is None)
-    writer.set_page_label(0, front - 1, style="/r")
-    writer.set_page_label(front, len(writer.pages) - 1, style="/D", start=1)
-    writer.page_mode = "/UseOutlines"
-    writer.add_metadata({"/Title": title, "/Author": author})
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with output.open("wb") as file:
-        writer.write(file)
-    return linked
-
-
 async def print_parts(
     site: Path, documents: list[Document], title: str, edition: str, author: str
 ) -> tuple[list[Part], str, int]:
@@ -512,9 +318,15 @@ async def print_parts(
 def print_book(source: Path, site: Path, output: Path, edition: str) -> None:
     config = yaml.safe_load((source / "_config.yml").read_text(encoding="utf-8"))
     title, author = config["title"], config.get("author", "")
-    documents = read_documents(site, toc_documents(source))
+    try:
+        documents = read_documents(site, toc_documents(source))
+    except (FileNotFoundError, ValueError) as error:
+        fail(str(error))
     parts, base_url, notes = asyncio.run(print_parts(site, documents, title, edition, author))
-    linked = assemble(parts, base_url, title, author, output)
+    try:
+        linked = assemble(parts, base_url, title, author, output)
+    except ValueError as error:
+        fail(str(error))
     if not output.is_file() or output.stat().st_size < 10_000:
         fail(f"{output} was not written, or is (nearly) empty")
     pages = sum(part.pages for part in parts)

@@ -103,52 +103,44 @@ binder-test: $(STAMP)
 html-test: $(STAMP) book book-ko
 	$(BIN)/python -m pytest tests -m html
 
-# The PDF is the single-page HTML printed by Chromium (tools/print_pdf.py); the single-page build
-# shares the HTML build's saved doctrees and execution cache, so it executes nothing new.
-PDF_SINGLEHTML = $(BIN)/jupyter-book build . $(BOOK_FLAGS) --builder singlehtml
-PRINT_PDF = $(BIN)/python tools/print_pdf.py _build/singlehtml _build/pdf/book.pdf
-## pdf: the whole book as one PDF, _build/pdf/book.pdf (title page, contents, outline, page
-## numbers; solutions open, figures at their starting settings).
-pdf: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
-	$(PDF_SINGLEHTML)
+# The PDF is the HTML book printed by Chromium page by page and put together with pypdf
+# (tools/print_pdf.py): it prints what `make book` built, so it executes and builds nothing new.
+PRINT_PDF = $(BIN)/python tools/print_pdf.py . _build/html _build/pdf/book.pdf
+## pdf: the whole book as one PDF, _build/pdf/book.pdf (title page, contents with page numbers,
+## outline, page numbers; solutions open, figures at their starting settings).
+pdf: book
 	$(PRINT_PDF)
 
 # The student edition is built from a generated source tree (tools/student_edition.py): the
 # chapters with their solutions removed, and the book's configuration with the edition's title and
-# repository branch. Its notebooks keep the chapters' outputs, so the build executes nothing.
-# Its two builds share one Sphinx environment (-d), so the second reads nothing again; the
-# book's local extensions (book/_ext) are found on PYTHONPATH, as `jupyter-book build` finds them.
+# repository branch. Its notebooks keep the chapters' outputs, so the build executes nothing; its
+# PDF is printed from its HTML, as the book's is. The book's local extensions (book/_ext) are
+# found on PYTHONPATH, as `jupyter-book build` finds them.
 STUDENT := _build/student
-STUDENT_SPHINX = PYTHONPATH=$(STUDENT)/src/book/_ext \
-	$(BIN)/sphinx-build $(BOOK_FLAGS) -q -d $(STUDENT)/.doctrees $(STUDENT)/src
 STUDENT_SOURCES = $(BIN)/python tools/student_edition.py $(STUDENT)/src \
 	&& $(BIN)/jupyter-book config sphinx $(STUDENT)/src \
 	&& rm -rf $(STUDENT)/notebooks && mkdir -p $(STUDENT)/notebooks \
 	&& cp $(STUDENT)/src/book/*.ipynb $(STUDENT)/notebooks/
-STUDENT_SINGLEHTML = $(STUDENT_SPHINX) -b singlehtml $(STUDENT)/singlehtml
-STUDENT_HTML = $(STUDENT_SPHINX) -b html $(STUDENT)/html
-PRINT_STUDENT_PDF = $(BIN)/python tools/print_pdf.py $(STUDENT)/singlehtml \
+STUDENT_HTML = PYTHONPATH=$(STUDENT)/src/book/_ext $(BIN)/sphinx-build $(BOOK_FLAGS) -q \
+	-d $(STUDENT)/.doctrees -b html $(STUDENT)/src $(STUDENT)/html
+PRINT_STUDENT_PDF = $(BIN)/python tools/print_pdf.py $(STUDENT)/src $(STUDENT)/html \
 	$(STUDENT)/pdf/book.pdf --edition "The student edition: every exercise, no solutions"
 ## student: the student edition, every exercise and no solution: _build/student/html,
 ## _build/student/pdf/book.pdf and the notebooks in _build/student/notebooks.
 student: $(STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 	$(STUDENT_SOURCES)
-	$(STUDENT_SINGLEHTML)
 	$(STUDENT_HTML)
 	$(PRINT_STUDENT_PDF)
 
-# Printing waits mostly on Chromium's layout of one long page, one process per PDF: the two PDFs
-# are printed side by side while the student HTML is written (the exit status fails if any does).
+# The book's PDF is printed while the student edition is built (one core each); the exit status
+# fails if either does.
 ## editions-test: the PDF and the student edition (builds both first, as `make pdf student`
-## does): titles, fonts, figures, links; no solution anywhere in the student edition, and its
-## notebooks run.
-editions-test: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
-	$(PDF_SINGLEHTML)
-	$(STUDENT_SOURCES)
-	$(STUDENT_SINGLEHTML)
-	$(PRINT_PDF) & full=$$!; $(PRINT_STUDENT_PDF) & student=$$!; \
-		$(STUDENT_HTML); status=$$?; \
-		wait $$full || status=1; wait $$student || status=1; exit $$status
+## does): titles, contents and outline, fonts, figures, links; no solution anywhere in the
+## student edition, and its notebooks run.
+editions-test: book
+	$(PRINT_PDF) & full=$$!; \
+		{ $(STUDENT_SOURCES) && $(STUDENT_HTML) && $(PRINT_STUDENT_PDF); }; status=$$?; \
+		wait $$full || status=1; exit $$status
 	$(BIN)/python -m pytest -m editions tests/book/test_pdf.py tests/book/test_student.py
 
 # The Korean edition: the same notebooks and execution cache, the prose from the catalogues in

@@ -8,6 +8,7 @@ chapter or a changed heading is picked up.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import subprocess
@@ -87,12 +88,15 @@ class Title:
     level: int  # 1 chapter (or page), 2 section, 3 subsection; 0 an exercise
     text: str  # as written in the source (markdown and math included)
 
-    def fragments(self) -> list[str]:
-        """The plain-text pieces of the title, as they print: math and markup left out."""
+    def fragments(self, keep_short: bool = False) -> list[str]:
+        """The plain-text pieces of the title, as they print: math and markup left out. Pieces
+        shorter than three characters are left out too, unless ``keep_short``: then there is one
+        piece before and after each piece of math, empty ones included."""
         plain = re.sub(r"`([^`]*)`", r"\1", MATH.sub("\0", self.text))
         plain = re.sub(r"\*\*?([^*\s][^*]*?)\*\*?|\{[a-z]+\}", r"\1", plain)
         plain = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", plain)
-        return [normalise(piece) for piece in plain.split("\0") if len(piece.strip()) >= 3]
+        pieces = plain.split("\0")
+        return [normalise(p) for p in pieces if keep_short or len(p.strip()) >= 3]
 
 
 def titles(doc: str) -> list[Title]:
@@ -226,16 +230,20 @@ def notebook_text(path: Path) -> str:
     return normalise("\n".join(parts))
 
 
-def pdf_text(pdf: Path) -> str:
-    """``pdftotext`` output (reading order), normalised."""
+@functools.cache
+def _pdftotext(pdf: Path, modified: int) -> str:
+    """``pdftotext``'s output for the file as it was at ``modified`` (read once per version)."""
     result = subprocess.run(
         ["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True, check=True
     )
-    return normalise(result.stdout)
+    return result.stdout
+
+
+def pdf_text(pdf: Path) -> str:
+    """``pdftotext`` output (reading order), normalised."""
+    return normalise(_pdftotext(pdf, pdf.stat().st_mtime_ns))
 
 
 def pdf_pages_text(pdf: Path) -> list[str]:
-    result = subprocess.run(
-        ["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True, check=True
-    )
-    return [normalise(page) for page in result.stdout.split("\f")]
+    """``pdftotext`` output per page, each normalised."""
+    return [normalise(page) for page in _pdftotext(pdf, pdf.stat().st_mtime_ns).split("\f")]

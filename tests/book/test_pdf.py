@@ -35,10 +35,8 @@ pypdf = pytest.importorskip("pypdf")
 FULL = ROOT / "_build" / "pdf" / "book.pdf"
 STUDENT = ROOT / "_build" / "student" / "pdf" / "book.pdf"
 EDITIONS = {"full": FULL, "student": STUDENT}
-SINGLE_PAGE = {
-    "full": ROOT / "_build" / "singlehtml",
-    "student": ROOT / "_build" / "student" / "singlehtml",
-}
+# The HTML each PDF is printed from (tools/print_pdf.py prints every page of the contents).
+SITE = {"full": ROOT / "_build" / "html", "student": ROOT / "_build" / "student" / "html"}
 STUDENT_TOOL = ROOT / "tools" / "student_edition.py"
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # Pages per document of _toc.yml: about 17 now (A4, 10 pt); a PDF far outside this band has lost
@@ -46,8 +44,8 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 PAGES_PER_DOCUMENT = (6, 35)
 # A chart drawn as SVG prints as many vector path operations; a page with a blank one, few.
 MIN_PATH_OPERATIONS = 40
-# How much of a title's beginning its outline entry must match.
-OUTLINE_PREFIX = 16
+# A chapter or section number as the PDF prints it before a title ("2.", "2.6.").
+SECTION_NUMBER = re.compile(r"^(?:\d+\.)+ ")
 
 
 @pytest.fixture(scope="module", params=sorted(EDITIONS))
@@ -81,16 +79,23 @@ def test_page_count_in_range(edition) -> None:
 @pytest.mark.editions
 def test_every_title_and_exercise_title_printed_in_order(edition) -> None:
     name, pdf = edition
-    # Compared without spaces: a change of font (code in a title) can add or drop one.
-    text = re.sub(r"\s", "", pdf_text(pdf))
+    # The pages after the front matter (whose contents list the titles too), without the footer
+    # (the book's title), compared without spaces: a change of font (code in a title) can add or
+    # drop one.
+    reader = pypdf.PdfReader(pdf)
+    front = reader.page_labels.index("1")
+    footer = re.compile(rf"{re.escape(normalise(reader.metadata.title))} \d+$")
+    pages = [footer.sub("", page) for page in pdf_pages_text(pdf)[front:]]
+    text = re.sub(r"\s", "", "".join(pages))
     position, missing = 0, []
     for title in _printed_titles(name):
         for fragment in title.fragments():
-            found = text.find(re.sub(r"\s", "", fragment), position)
+            squashed = re.sub(r"\s", "", fragment)
+            found = text.find(squashed, position)
             if found < 0:
                 missing.append(f"{title.doc}: {fragment!r} (level {title.level})")
             else:
-                position = found + len(fragment)
+                position = found + len(squashed)
     assert not missing, f"{name}: missing or out of order:\n" + "\n".join(missing)
 
 
@@ -110,12 +115,14 @@ def test_korean_font_embedded_and_hangul_extractable(edition) -> None:
 
 
 def _chart_titles(site: Path) -> list[str]:
-    """The title of every explorable figure on the single page the PDF was printed from."""
-    page = (site / "print.html").read_text(encoding="utf-8")
-    specs = re.findall(
-        r'<script type="application/json" class="pe-chart-spec">(.*?)</script>', page, re.S
-    )
-    assert specs, f"no explorable figure in {site / 'print.html'}"
+    """The title of every explorable figure on the pages the PDF was printed from."""
+    specs = []
+    for doc in toc_documents():
+        page = (site / f"{doc}.html").read_text(encoding="utf-8")
+        specs += re.findall(
+            r'<script type="application/json" class="pe-chart-spec">(.*?)</script>', page, re.S
+        )
+    assert specs, f"no explorable figure in {site}"
     found = []
     for spec in map(json.loads, specs):
         title = spec.get("title", "")
@@ -129,7 +136,7 @@ def test_every_chart_printed_as_vector_paths(edition) -> None:
     reader = pypdf.PdfReader(pdf)
     pages = pdf_pages_text(pdf)
     blank = []
-    for title in _chart_titles(SINGLE_PAGE[name]):
+    for title in _chart_titles(SITE[name]):
         assert title, "an explorable figure without a title: it cannot be found in the PDF"
         on = [i for i, page in enumerate(pages) if title in page]
         if not on:
@@ -201,28 +208,100 @@ def test_internal_links_resolve_to_pages(edition) -> None:
     assert not broken, f"{name}:\n" + "\n".join(broken[:40])
 
 
+def _heading_titles() -> list[list]:
+    """Per document of the contents, its chapter title (level 1) and section titles (level 2)."""
+    found = [[t for t in titles(doc) if t.level in (1, 2)] for doc in toc_documents()]
+    assert all(doc and doc[0].level == 1 for doc in found), "a document without a title"
+    return found
+
+
+def _title_pattern(title) -> re.Pattern:
+    """What a title prints as in plain text: its words exact, each piece of math any text."""
+    pieces = title.fragments(keep_short=True)
+    return re.compile(r"\s*.+?\s*".join(re.escape(piece) for piece in pieces))
+
+
+def _matches(printed: str, title) -> bool:
+    return bool(_title_pattern(title).fullmatch(SECTION_NUMBER.sub("", normalise(printed))))
+
+
 @pytest.mark.editions
-def test_outline_has_every_chapter_and_section(edition) -> None:
+def test_outline_is_every_chapter_and_section_once_with_its_exact_title(edition) -> None:
+    """The outline: one entry per document with its title, and under it one entry per section, in
+    order, each with the heading's exact text (the section number before it)."""
     name, pdf = edition
     reader = pypdf.PdfReader(pdf)
+    outline, problems = reader.outline, []
+    tops = [item for item in outline if not isinstance(item, list)]
+    expected = _heading_titles()
+    assert len(tops) == len(expected), f"{name}: {len(tops)} top entries, {len(expected)} titles"
+    for position, (doc_titles, item) in enumerate(zip(expected, tops, strict=True)):
+        index = outline.index(item)
+        children = outline[index + 1] if index + 1 < len(outline) else []
+        children = children if isinstance(children, list) else []
+        if any(isinstance(child, list) for child in children):
+            problems.append(f"{item.title!r}: entries nested below its sections")
+        entries = [item.title] + [child.title for child in children]
+        if len(entries) != len(doc_titles):
+            problems.append(f"document {position + 1}: entries {entries}, titles {doc_titles}")
+            continue
+        for entry, title in zip(entries, doc_titles, strict=True):
+            if not _matches(entry, title):
+                problems.append(f"{title.doc}: outline {entry!r} for the heading {title.text!r}")
+    assert not problems, f"{name}:\n" + "\n".join(problems)
 
-    def flatten(items) -> list[str]:
-        out = []
-        for item in items:
-            out += flatten(item) if isinstance(item, list) else [normalise(item.title)]
-        return out
 
-    outline = re.sub(r"\s", "", "|".join(flatten(reader.outline)))
-    missing = [
-        fragment
-        for title in _printed_titles(name)
-        if title.level in (1, 2)
-        for fragment in title.fragments()
-        # Chromium writes a heading that wraps with its lines run together (and sometimes a
-        # piece twice): the entry is found by the title's beginning.
-        if re.sub(r"\s", "", fragment)[:OUTLINE_PREFIX] not in outline
-    ]
-    assert not missing, f"{name}: not in the PDF outline: {missing}"
+def _contents(pdf: Path, front: int) -> list[tuple[str, int]]:
+    """The contents' entries (title, page number) as printed on the first ``front`` pages: a line
+    that ends in a number ends an entry (the lines before it without one are its beginning)."""
+    result = subprocess.run(
+        ["pdftotext", "-layout", "-enc", "UTF-8", "-l", str(front), str(pdf), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = result.stdout.replace("\f", "\n").split("\n")
+    start = next(i for i, line in enumerate(lines) if line.strip() == "Contents")
+    entries, beginning = [], ""
+    for line in lines[start + 1 :]:
+        if re.search(r"\s{3}[ivxlc]+$", line.strip()) or not line.strip():
+            continue  # the footer (the title, the page in roman numerals), or a gap
+        numbered = re.fullmatch(r"\s*(.*?\S)\s+(\d+)\s*", line)
+        if numbered:
+            entries.append((normalise(f"{beginning} {numbered[1]}"), int(numbered[2])))
+            beginning = ""
+        else:
+            beginning = normalise(f"{beginning} {line}")
+    return entries
+
+
+@pytest.mark.editions
+def test_contents_give_the_page_each_chapter_and_section_starts_on(edition) -> None:
+    """Every chapter and section is in the contents, in order, with the number of the page (as its
+    footer prints it, and as the PDF labels it) on which its heading is printed."""
+    name, pdf = edition
+    reader = pypdf.PdfReader(pdf)
+    labels = reader.page_labels
+    front = next(i for i, label in enumerate(labels) if label == "1")
+    assert front > 0 and all(not label.isdigit() for label in labels[:front]), labels[: front + 1]
+    assert labels[front:] == [str(n) for n in range(1, len(labels) - front + 1)]
+    pages = pdf_pages_text(pdf)
+    entries = _contents(pdf, front)
+    expected = [title for doc in _heading_titles() for title in doc]
+    assert len(entries) == len(expected), f"{name}: {len(entries)} entries: {entries}"
+    problems = []
+    for (entry, number), title in zip(entries, expected, strict=True):
+        if not _matches(entry, title):
+            problems.append(f"contents entry {entry!r} for the heading {title.text!r}")
+            continue
+        page = pages[front + number - 1]
+        if not re.search(rf"\b{number}$", page):
+            problems.append(f"{entry!r}: page {number}'s footer does not say {number}")
+        squashed = re.sub(r"\s", "", page)
+        missing = [f for f in title.fragments() if re.sub(r"\s", "", f) not in squashed]
+        if missing:
+            problems.append(f"{entry!r}: {missing} not on page {number}")
+    assert not problems, f"{name}:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("pdf_name", ["book.pdf", "book-student.pdf"])

@@ -26,13 +26,14 @@ from book_sources import (
     solution_lines,
     text_outside_solutions,
     titles,
+    toc_documents,
 )
 from nbclient import NotebookClient
 
 pytestmark = pytest.mark.editions
 
 STUDENT = ROOT / "_build" / "student"
-FULL_SINGLE_PAGE = ROOT / "_build" / "singlehtml" / "print.html"
+FULL_HTML = ROOT / "_build" / "html"
 FULL_PDF = ROOT / "_build" / "pdf" / "book.pdf"
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 STUDENT_BRANCH = "student"
@@ -48,8 +49,9 @@ def _require(*paths: Path) -> None:
 def solutions() -> dict[str, list[str]]:
     """Per chapter, the lines of its solutions found nowhere else in the full edition: not in its
     rendered text outside the solution boxes, not in the sources outside the gates."""
-    _require(FULL_SINGLE_PAGE)
-    elsewhere = html_text(FULL_SINGLE_PAGE, leave_out="solution") + text_outside_solutions()
+    _require(FULL_HTML / "book")
+    pages = [html_text(FULL_HTML / f"{doc}.html", leave_out="solution") for doc in toc_documents()]
+    elsewhere = "\n".join(pages) + text_outside_solutions()
     # The PDF is searched without spaces (wrapped code may gain or lose one), so a line counts as
     # distinctive only if it is not found elsewhere without spaces either.
     squashed = re.sub(r"\s", "", elsewhere)
@@ -86,9 +88,10 @@ def _student_texts() -> dict[str, str]:
 
 def test_solution_lines_are_found_in_the_full_edition(solutions) -> None:
     """The search below is not vacuous: the same lines are in the full edition's HTML and PDF."""
-    _require(FULL_SINGLE_PAGE, FULL_PDF)
-    full_html, full_pdf = html_text(FULL_SINGLE_PAGE), re.sub(r"\s", "", pdf_text(FULL_PDF))
+    _require(FULL_HTML / "book", FULL_PDF)
+    full_pdf = re.sub(r"\s", "", pdf_text(FULL_PDF))
     for name, lines in solutions.items():
+        full_html = html_text(FULL_HTML / "book" / name.replace(".ipynb", ".html"))
         notebook = notebook_text(ROOT / "book" / name)
         assert all(line in notebook for line in lines), name
         in_html = [line for line in lines if line in full_html]

@@ -168,6 +168,8 @@ def write_source_tree(out: Path) -> dict[str, int]:
     config["repository"]["branch"] = STUDENT_BRANCH
     # The notebooks carry the chapters' outputs of the cells they keep; the tests execute them.
     config["execute"]["execute_notebooks"] = "off"
+    # The student edition has no Korean counterpart for a language switch to lead to.
+    config["sphinx"]["config"]["html_context"].pop("edition_switch", None)
     # The footer's link to the PDF names the student edition's PDF.
     footer = config["html"].get("extra_footer", "")
     config["html"]["extra_footer"] = footer.replace(f"/{PDF}", f"/{STUDENT_PDF}").replace(

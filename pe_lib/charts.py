@@ -656,6 +656,8 @@ def scaling_chart(
         f"datum.method == '{name}' ? {expression}" for name, expression in _SCALING_RATIOS.items()
     )
     labels = [style.label for style in styles.values()]
+    # One legend for both channels (Vega-Lite merges them): each method's colour and dash.
+    legend = alt_.Legend(orient="bottom", columns=3, title=None)
     chart = (
         alt_.Chart(methods, title=f"θ′ᵢ / θᵢ per pair (head_dim {head_dim}, L = {original_length})")
         .transform_calculate(pair=f"sequence(0, {head_dim // 2})")
@@ -680,14 +682,14 @@ def scaling_chart(
                 "label:N",
                 title="method",
                 scale=alt_.Scale(domain=labels, range=[s.color for s in styles.values()]),
-                legend=alt_.Legend(orient="bottom", columns=3, title=None),
+                legend=legend,
             ),
             strokeDash=alt_.StrokeDash(
                 "label:N",
                 scale=alt_.Scale(
                     domain=labels, range=[list(s.dash) or [1, 0] for s in styles.values()]
                 ),
-                legend=None,
+                legend=legend,
             ),
         )
         .properties(width="container", height=_HEIGHT)

@@ -6,6 +6,8 @@ Vega-Lite parameters bound to sliders and text boxes. Whoever displays it evalua
 the published book through the Vega bundle in its ``_static`` folder (loaded by
 ``book/_static/pe-charts.js``), JupyterLab through its Vega-Lite renderer, and any other
 frontend that runs HTML output (Colab, Jupyter Notebook) through the same bundle from a CDN.
+The book's build compiles each specification to Vega (``book/_ext/vega_charts.py``), so that its
+pages load Vega alone.
 
 The expressions are a second implementation of pe_lib's formulas, in another language; the
 book's browser test reads the values the browser computed and compares them with pe_lib's.

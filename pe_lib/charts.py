@@ -658,8 +658,11 @@ def scaling_chart(
         f"datum.method == '{name}' ? {expression}" for name, expression in _SCALING_RATIOS.items()
     )
     labels = [style.label for style in styles.values()]
-    # One legend for both channels (Vega-Lite merges them): each method's colour and dash.
-    legend = alt_.Legend(orient="bottom", columns=3, title=None)
+    # One legend for both channels (Vega-Lite merges them): each method's colour and dash, drawn
+    # as a short stroke.
+    legend = alt_.Legend(
+        orient="bottom", columns=3, title=None, symbolType="stroke", symbolStrokeWidth=2
+    )
     chart = (
         alt_.Chart(methods, title=f"θ′ᵢ / θᵢ per pair (head_dim {head_dim}, L = {original_length})")
         .transform_calculate(pair=f"sequence(0, {head_dim // 2})")

@@ -863,7 +863,10 @@ CHART_THEME = """() => {
         const svg = figure.querySelector('svg');
         const text = svg.querySelector('text');
         const bindings = figure.querySelector('.vega-bindings');
-        return {name: figure.dataset.peChart, page,
+        // The text beside the controls: their names and the values the sliders show.
+        const words = bindings ? Array.from(bindings.querySelectorAll('.vega-bind span'),
+            span => getComputedStyle(span).color) : [];
+        return {name: figure.dataset.peChart, page, words,
                 controls: bindings ? shown(bindings) : null,
                 background: getComputedStyle(svg).backgroundColor,
                 text: text ? getComputedStyle(text).fill : null,
@@ -908,6 +911,9 @@ def test_figures_readable_in_dark_mode(visit, relpath: str) -> None:
             )
         if chart["text"] and _luminance(chart["text"]) < 0.4:
             problems.append(f"{chart['name']}: dark text {chart['text']} on the dark page")
+        dark_words = [colour for colour in chart["words"] if _luminance(colour) < 0.4]
+        if dark_words:
+            problems.append(f"{chart['name']}: controls' text in {dark_words} on the dark page")
         label = chart["label"]
         if "Vega visualization" in label or not label.startswith("Chart:") or len(label) < 60:
             problems.append(f"{chart['name']}: no description of its own: {label!r}")

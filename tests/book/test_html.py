@@ -988,6 +988,34 @@ def test_sidebar_toggle_collapses_on_a_desktop_and_search_is_offered_once(visit)
     assert article_after > article_before, "the text did not take the freed space"
 
 
+# Every button of the article's header (sidebar toggles, launch and download menus, theme switch,
+# search) that the page shows, with the size of the icon drawn in it.
+HEADER_BUTTONS = f"""() => Array.from(document.querySelectorAll(
+        '.bd-header-article button, .bd-header-article a.btn'))
+    .filter({VISIBLE})
+    .map(button => {{
+        const drawn = Array.from(button.querySelectorAll('svg'), svg => svg.getBoundingClientRect())
+            .filter(box => box.width >= 12 && box.height >= 12);
+        return {{what: button.title || button.getAttribute('aria-label') || button.className,
+                 icons: drawn.length}};
+    }})"""
+
+
+@pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
+def test_every_header_button_shows_its_icon(visit, width: int) -> None:
+    """The sidebar toggles, the theme switch and the other buttons of the header each show one
+    icon (the icon script draws the theme's <i> and <span> icons, with their data-mode)."""
+    if SAMPLE_CHAPTER not in PAGES:
+        _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
+    page = visit(SAMPLE_CHAPTER, viewport={"width": width, "height": 800}).page
+    page.wait_for_load_state("networkidle")
+    buttons = page.evaluate(HEADER_BUTTONS)
+    names = " ".join(button["what"] for button in buttons)
+    assert "primary sidebar" in names and "Color mode" in names, f"header buttons: {names}"
+    blank = [button["what"] for button in buttons if button["icons"] != 1]
+    assert not blank, f"at {width} px, header buttons without exactly one icon: {blank}"
+
+
 TEXT_CONTROLS = "div.pe-chart .vega-bindings input[type=text]"
 
 

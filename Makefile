@@ -18,8 +18,9 @@ CACHE_STAMP := .jupyter_cache/.built-with-current-pe_lib
 WIDGET_MANAGER := book/_static/jupyter-widgets/embed.js
 # The Korean web font (Noto Sans KR, Hangul blocks only), fetched the same way.
 HANGUL_FONT := book/_static/fonts/noto-sans-kr.css
-# Vega, Vega-Lite and vega-embed, which draw the explorable figures, fetched the same way.
-VEGA := book/_static/vega/vega-embed.min.js
+# Vega and vega-embed, which draw the explorable figures, and Vega-Lite, which compiles them to
+# Vega at build time (book/_ext/vega_charts.py), fetched the same way (one run writes all three).
+VEGA := book/_static/vega/vega-embed.min.js book/_ext/vega-lite/vega-lite.min.js
 
 .DEFAULT_GOAL := help
 .PHONY: help book test lint unit nbval nbval-generic binder-test html-test execute bench clean
@@ -57,9 +58,10 @@ $(CACHE_STAMP): $(LIBRARY) requirements.txt
 	touch $@
 
 # Sphinx rebuilds only the pages whose source changed; a change to the configuration, a
-# stylesheet, a script or a template affects every page, so it rebuilds them all (--all; the
-# execution cache still spares the chapters' kernels).
-SITE_FILES = $(shell find book/_static book/_templates -type f) _config.yml _toc.yml
+# stylesheet, a script, a template or a local extension affects every page, so it rebuilds them
+# all (--all; the execution cache still spares the chapters' kernels).
+SITE_FILES = $(shell find book/_static book/_templates book/_ext -type f -not -name '*.pyc') \
+	_config.yml _toc.yml
 BUILT_STAMP := _build/.built
 REBUILD_ALL = $(if $(wildcard $(BUILT_STAMP)),$(if $(shell find $(SITE_FILES) -newer $(BUILT_STAMP)),--all),--all)
 
@@ -200,4 +202,5 @@ $(VEGA): tools/fetch_vega.py tools/npm_tarball.py pe_lib/charts.py
 
 ## clean: remove the built book, the execution cache and every file the fetch tools wrote.
 clean:
-	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts book/_static/vega
+	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts book/_static/vega \
+		book/_ext/vega-lite

@@ -6,6 +6,8 @@ Vega-Lite parameters bound to sliders and text boxes. Whoever displays it evalua
 the published book through the Vega bundle in its ``_static`` folder (loaded by
 ``book/_static/pe-charts.js``), JupyterLab through its Vega-Lite renderer, and any other
 frontend that runs HTML output (Colab, Jupyter Notebook) through the same bundle from a CDN.
+The book's build compiles each specification to Vega (``book/_ext/vega_charts.py``), so that its
+pages load Vega alone.
 
 The expressions are a second implementation of pe_lib's formulas, in another language; the
 book's browser test reads the values the browser computed and compares them with pe_lib's.
@@ -658,6 +660,11 @@ def scaling_chart(
         f"datum.method == '{name}' ? {expression}" for name, expression in _SCALING_RATIOS.items()
     )
     labels = [style.label for style in styles.values()]
+    # One legend for both channels (Vega-Lite merges them): each method's colour and dash, drawn
+    # as a short stroke.
+    legend = alt_.Legend(
+        orient="bottom", columns=3, title=None, symbolType="stroke", symbolStrokeWidth=2
+    )
     chart = (
         alt_.Chart(methods, title=f"θ′ᵢ / θᵢ per pair (head_dim {head_dim}, L = {original_length})")
         .transform_calculate(pair=f"sequence(0, {head_dim // 2})")
@@ -682,14 +689,14 @@ def scaling_chart(
                 "label:N",
                 title="method",
                 scale=alt_.Scale(domain=labels, range=[s.color for s in styles.values()]),
-                legend=alt_.Legend(orient="bottom", columns=3, title=None),
+                legend=legend,
             ),
             strokeDash=alt_.StrokeDash(
                 "label:N",
                 scale=alt_.Scale(
                     domain=labels, range=[list(s.dash) or [1, 0] for s in styles.values()]
                 ),
-                legend=None,
+                legend=legend,
             ),
         )
         .properties(width="container", height=_HEIGHT)

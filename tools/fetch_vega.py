@@ -4,9 +4,11 @@ The explorable figures are Vega-Lite specifications (data plus expressions, writ
 ``pe_lib.charts`` through Altair); the browser evaluates their formulas whenever a control moves.
 The three JavaScript libraries (BSD-3-Clause, the Vega project) are not kept in this repository:
 this script downloads each pinned release from the npm registry, checks it against the registry's
-sha512 digest, and writes its minified browser bundle and licence into ``book/_static/vega/``,
-from where Sphinx copies them into ``_build/html/_static``. ``make book`` runs it when the files
-are missing.
+sha512 digest, and writes its minified browser bundle and licence: Vega and vega-embed, which the
+pages load, into ``book/_static/vega/`` (Sphinx copies them into ``_build/html/_static``);
+Vega-Lite, which compiles the figures to Vega when the book is built and is never sent to a
+reader, into ``book/_ext/vega-lite/`` (read by ``book/_ext/vega_charts.py``). ``make book`` runs
+it when the files are missing.
 
 The releases and their digests are ``VEGA_RELEASES`` in ``pe_lib/charts.py``. Keep ``vega-lite`` at the schema version of the pinned ``altair`` in ``requirements.txt``
 (``alt.SCHEMA_VERSION``); Vega and vega-embed follow the majors that Altair names
@@ -39,21 +41,24 @@ def releases() -> dict[str, tuple[str, str]]:
     raise SystemExit("pe_lib/charts.py defines no VEGA_RELEASES")
 
 
-TARGET = ROOT / "book" / "_static" / "vega"
+# Where each package's bundle goes: the pages' static files, or the build's own tools.
+PAGES = ROOT / "book" / "_static" / "vega"
+TARGETS = {"vega": PAGES, "vega-embed": PAGES, "vega-lite": ROOT / "book" / "_ext" / "vega-lite"}
 
 
 def main() -> int:
-    TARGET.mkdir(parents=True, exist_ok=True)
     for package, (version, integrity) in releases().items():
+        target = TARGETS[package]
+        target.mkdir(parents=True, exist_ok=True)
         archive = verified_tarball(package, version, integrity)
         members = {member.name: member for member in archive.getmembers() if member.isfile()}
         bundle = f"package/build/{package}.min.js"
         if bundle not in members:
             raise SystemExit(f"{package} {version} has no {bundle}")
-        (TARGET / f"{package}.min.js").write_bytes(archive.extractfile(members[bundle]).read())
+        (target / f"{package}.min.js").write_bytes(archive.extractfile(members[bundle]).read())
         licence = archive.extractfile(members["package/LICENSE"]).read()
-        (TARGET / f"LICENSE-{package}.txt").write_bytes(licence)
-        print(f"{package} {version}: {TARGET / f'{package}.min.js'}")
+        (target / f"LICENSE-{package}.txt").write_bytes(licence)
+        print(f"{package} {version}: {target / f'{package}.min.js'}")
     return 0
 
 

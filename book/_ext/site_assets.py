@@ -6,7 +6,8 @@ menu and the assistive MathML built in) and the CommonHTML fonts. This copies th
 licence, into ``_static/mathjax``.
 
 Icons: the theme's ``scripts/fontawesome.js`` (1.5 MB) holds every Font Awesome icon and turns
-each ``<i class="fa-...">`` into an inline SVG. The pages use about twenty. After the build this
+each ``<i class="fa-...">`` or ``<span class="fa-...">`` into an inline SVG that keeps the
+element's attributes. The pages use about twenty. After the build this
 replaces that file with a script of the same name that draws just the icons the built pages name
 (their paths read from the theme's own file, so they stay the theme's icons) and nothing else.
 
@@ -74,7 +75,9 @@ ICON_SCRIPT = """// Font Awesome icons the book's pages use, drawn as inline SVG
     + "vertical-align:-.125em}.svg-inline--fa.fa-lg{font-size:1.25em;vertical-align:-.2em}";
   document.head.appendChild(style);
   function draw(root) {
-    for (const node of root.querySelectorAll("i[class*='fa-']")) {
+    // The theme writes icons as <i> and <span> (the sidebar toggles); the theme switch's icons
+    // carry data-mode, which its stylesheet reads to show the current mode's icon alone.
+    for (const node of root.querySelectorAll("i[class*='fa-'], span[class*='fa-']")) {
       const classes = Array.from(node.classList);
       const pack = classes.find((name) => name in icons);
       const name = pack && classes.find((c) => c.startsWith("fa-") && c.slice(3) in icons[pack]);
@@ -84,6 +87,9 @@ ICON_SCRIPT = """// Font Awesome icons the book's pages use, drawn as inline SVG
       svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
       svg.setAttribute("aria-hidden", "true");
       svg.setAttribute("focusable", "false");
+      for (const attribute of node.attributes) {
+        if (attribute.name !== "class") svg.setAttribute(attribute.name, attribute.value);
+      }
       svg.setAttribute("class", ["svg-inline--fa", ...classes].join(" "));
       for (const d of paths) {
         const path = document.createElementNS("http://www.w3.org/2000/svg", "path");

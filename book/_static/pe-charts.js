@@ -1,15 +1,18 @@
 // Draws the book's explorable figures (pe_lib.charts) in the browser, with no kernel.
 // A figure is a <div class="pe-chart"> followed by its Vega-Lite specification in a
-// <script type="application/json">. On a page that has any, this loads Vega, Vega-Lite and
-// vega-embed from the book's own _static/vega/ (fetched by tools/fetch_vega.py), one after the
-// other, and embeds every figure as SVG. Each figure element keeps its Vega view as
+// <script type="application/json" class="pe-chart-spec">; the build compiled that to Vega
+// (book/_ext/vega_charts.py) and wrote it just before the figure, in a
+// <script type="application/json" class="pe-chart-vega">. On a page that has any figure, this
+// loads Vega and vega-embed from the book's own _static/vega/ (fetched by tools/fetch_vega.py),
+// one after the other, and embeds every figure as SVG. Each figure element keeps its Vega view as
 // `element.peView`, and gets data-pe-chart-state="drawn" (or "failed") when done.
 //
 // Around each figure it also
-// - follows the page's light or dark theme (background, text and axis colours), redrawing when
-//   the reader switches;
+// - follows the page's light or dark theme: the compiled specification names the theme's
+//   colours as CSS variables ("var(--pst-color-background, #ffffff)"), replaced here by their
+//   values, and again when the reader switches;
 // - redraws to the width of its box whenever the box changes size (window resized, sidebar
-//   toggled), for charts whose specification asks for the container's width;
+//   toggled), for charts whose specification fits them to their container;
 // - keeps its controls from submitting anything (Enter in a text box does nothing but update the
 //   chart) and reports, in words below the controls, what in a text box it could not use
 //   (the rules come from the specification's usermeta.inputs);
@@ -19,7 +22,7 @@
 (function () {
   "use strict";
   const base = new URL("vega/", document.currentScript.src);
-  const bundles = ["vega.min.js", "vega-lite.min.js", "vega-embed.min.js"];
+  const bundles = ["vega.min.js", "vega-embed.min.js"];
 
   function load(name) {
     return new Promise((resolve, reject) => {
@@ -31,40 +34,37 @@
     });
   }
 
-  // The theme's colours, read from its CSS variables, as a Vega-Lite config.
-  function themeConfig() {
-    const style = getComputedStyle(document.documentElement);
-    const colour = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
-    const background = colour("--pst-color-background", "#ffffff");
-    const text = colour("--pst-color-text-base", "#222832");
-    const muted = colour("--pst-color-text-muted", "#5f6366");
-    const grid = colour("--pst-color-border", "#d1d5da");
-    return {
-      background: background,
-      title: { color: text },
-      axis: {
-        labelColor: text,
-        titleColor: text,
-        gridColor: grid,
-        domainColor: muted,
-        tickColor: muted,
-      },
-      legend: { labelColor: text, titleColor: text },
-      text: { color: text },
-      view: { stroke: grid },
-    };
+  // The Vega specification the build compiled for a figure (the element just before it).
+  function compiled(figure) {
+    const script = figure.previousElementSibling;
+    if (!script || !script.matches("script.pe-chart-vega")) {
+      throw new Error("no compiled Vega specification before the figure");
+    }
+    return JSON.parse(script.textContent);
   }
 
-  function merge(target, source) {
-    for (const [key, value] of Object.entries(source)) {
-      if (value && typeof value === "object" && !Array.isArray(value)) {
-        target[key] = merge(target[key] && typeof target[key] === "object" ? target[key] : {},
-          value);
-      } else {
-        target[key] = value;
-      }
+  // The specification with every "var(--name, fallback)" string replaced by the value the page's
+  // theme gives that CSS variable now (or the fallback).
+  const CSS_VARIABLE = /^var\((--[\w-]+),\s*([^)]*)\)$/;
+  function themed(value, style) {
+    if (typeof value === "string") {
+      const match = CSS_VARIABLE.exec(value);
+      return match ? style.getPropertyValue(match[1]).trim() || match[2].trim() : value;
     }
-    return target;
+    if (Array.isArray(value)) return value.map((item) => themed(item, style));
+    if (value && typeof value === "object") {
+      const result = {};
+      for (const [key, item] of Object.entries(value)) result[key] = themed(item, style);
+      return result;
+    }
+    return value;
+  }
+
+  // A chart fitted to its container's width: Vega-Lite's width "container" compiles to autosize
+  // "fit" or "fit-x".
+  function fitsContainer(spec) {
+    const autosize = spec.autosize && (spec.autosize.type || spec.autosize);
+    return autosize === "fit" || autosize === "fit-x";
   }
 
   function controls(figure) {
@@ -137,10 +137,10 @@
   }
 
   async function embed(figure, spec, values) {
-    const themed = merge(JSON.parse(JSON.stringify(spec)), { config: themeConfig() });
+    const colours = themed(spec, getComputedStyle(document.documentElement));
     if (figure.peView) figure.peView.finalize();
     figure.textContent = "";
-    const result = await window.vegaEmbed(figure, themed, { renderer: "svg", actions: false });
+    const result = await window.vegaEmbed(figure, colours, { renderer: "svg", actions: false });
     const view = result.view;
     for (const [name, value] of Object.entries(values || {})) view.signal(name, value);
     for (const form of figure.querySelectorAll("form")) {
@@ -191,9 +191,10 @@
       window.define = amd;
     }
     for (const figure of figures) {
-      const spec = JSON.parse(figure.nextElementSibling.textContent);
+      let spec;
       guard(figure);
       try {
+        spec = compiled(figure);
         await embed(figure, spec);
         figure.dataset.peChartState = "drawn";
       } catch (error) {
@@ -201,7 +202,7 @@
         console.error("pe-charts:", error);
         continue;
       }
-      if (spec.width === "container" || (spec.spec && spec.spec.width === "container")) {
+      if (fitsContainer(spec)) {
         let width = figure.clientWidth;
         new ResizeObserver(() => {
           if (figure.clientWidth === width || !figure.peView) return;
@@ -214,8 +215,7 @@
     new MutationObserver(async () => {
       for (const figure of figures) {
         if (figure.dataset.peChartState !== "drawn") continue;
-        const spec = JSON.parse(figure.nextElementSibling.textContent);
-        await embed(figure, spec, currentValues(figure));
+        await embed(figure, compiled(figure), currentValues(figure));
       }
     }).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
   }

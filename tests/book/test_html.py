@@ -34,6 +34,7 @@ import yaml
 import pe_lib
 from pe_lib.charts import CHARTS
 from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
+from tests.book_sources import toc_documents
 
 try:
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -117,23 +118,6 @@ def list_pages() -> list[str]:
 
 
 PAGES = list_pages()
-
-
-def _toc_documents() -> list[str]:
-    """Documents named in _toc.yml (root and every chapter), as html paths."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    docs = [toc["root"]]
-
-    def walk(entries: list[dict]) -> None:
-        for entry in entries:
-            if "file" in entry:
-                docs.append(entry["file"])
-            walk(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return [f"{doc}.html" for doc in docs]
 
 
 # --------------------------------------------------------------------------- static HTML parsing
@@ -527,7 +511,7 @@ def test_chapter_offers_launch_buttons_and_download(notebook: str) -> None:
 
 
 def test_every_toc_document_is_built() -> None:
-    missing = [doc for doc in _toc_documents() if doc not in PAGES]
+    missing = [f"{doc}.html" for doc in toc_documents() if f"{doc}.html" not in PAGES]
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
     assert not missing, f"in _toc.yml but not built: {missing}"

@@ -80,8 +80,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check pe_lib tests benchmarks tools
 	$(BIN)/mypy --strict pe_lib
 
-## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser.
-unit: $(STAMP)
+## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser
+## (the figures' build step needs the fetched Vega and Vega-Lite).
+unit: $(STAMP) $(VEGA)
 	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels and not editions and not korean"
 
 ## nbval: every chapter re-executed and its stored outputs compared.

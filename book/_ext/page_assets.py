@@ -13,7 +13,8 @@ judged from the page's body as it is written:
   menu has the "Live Code" button;
 - the book's ``pe-math.js``: math; ``pe-charts.js``: an explorable figure or an output image;
 - the Korean web font (``fonts/noto-sans-kr.css``, 40 KB of ``@font-face`` rules, and
-  ``hangul.css``): Hangul in the page, or the search page, whose results may quote it.
+  ``hangul.css``): Hangul in the page (its body, its title, the book's title or the language
+  switch's label), or the search page, whose results may quote it.
 
 Sphinx's search scripts and index, which the theme adds to every page, are left out by the
 book's layout template; MathJax is added by Sphinx to pages with math only. The browser test
@@ -40,6 +41,9 @@ class Page:
         self.pagename = pagename
         self.body = str(context.get("body") or "")
         self.title = str(context.get("title") or "")
+        # What the theme writes around the body: the book's title, the language switch's label.
+        switch = context.get("edition_switch") or {}
+        self.chrome = f"{context.get('docstitle') or ''} {switch.get('label', '')}"
         self.suffix = context.get("page_source_suffix")
         self.elements = [set(m.split()) for m in CLASS_ATTRIBUTE.findall(self.body)]
 
@@ -73,7 +77,7 @@ _users(
 )
 _users(
     ("noto-sans-kr.css", "hangul.css"),
-    lambda p: p.pagename == "search" or bool(HANGUL.search(p.body + p.title)),
+    lambda p: p.pagename == "search" or bool(HANGUL.search(p.body + p.title + p.chrome)),
 )
 
 

@@ -182,7 +182,8 @@ korean-test: $(STAMP) book book-ko
 # finds Korean words, and what each page weighs.
 KOREAN_BROWSER_TESTS = test_page_reads_offline or test_page_fits_a_narrow_screen \
 	or test_figures_readable_in_dark_mode or test_figures_redraw_and_agree_with_pe_lib \
-	or test_search_shows_the_matching_text or test_first_visit_weight or test_no_request_failed
+	or test_search_shows_the_matching_text or test_every_header_button_shows_its_icon \
+	or test_first_visit_weight or test_no_request_failed
 
 ## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
 execute: $(STAMP)

@@ -997,14 +997,16 @@ HEADER_BUTTONS = f"""() => Array.from(document.querySelectorAll(
         const drawn = Array.from(button.querySelectorAll('svg'), svg => svg.getBoundingClientRect())
             .filter(box => box.width >= 12 && box.height >= 12);
         return {{what: button.title || button.getAttribute('aria-label') || button.className,
-                 icons: drawn.length}};
+                 icons: drawn.length, label: button.classList.contains('pe-edition-switch')
+                     ? button.textContent.trim() : null}};
     }})"""
 
 
 @pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
 def test_every_header_button_shows_its_icon(visit, width: int) -> None:
     """The sidebar toggles, the theme switch and the other buttons of the header each show one
-    icon (the icon script draws the theme's <i> and <span> icons, with their data-mode)."""
+    icon (the icon script draws the theme's <i> and <span> icons, with their data-mode), and the
+    language switch shows its word."""
     if SAMPLE_CHAPTER not in PAGES:
         _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
     page = visit(SAMPLE_CHAPTER, viewport={"width": width, "height": 800}).page
@@ -1012,7 +1014,10 @@ def test_every_header_button_shows_its_icon(visit, width: int) -> None:
     buttons = page.evaluate(HEADER_BUTTONS)
     names = " ".join(button["what"] for button in buttons)
     assert "primary sidebar" in names and "Color mode" in names, f"header buttons: {names}"
-    blank = [button["what"] for button in buttons if button["icons"] != 1]
+    # The language switch is a word, the other edition's language, not an icon.
+    switches = [button["label"] for button in buttons if button["label"] is not None]
+    assert switches in (["한국어"], ["English"]), f"at {width} px, language switch: {switches}"
+    blank = [b["what"] for b in buttons if b["label"] is None and b["icons"] != 1]
     assert not blank, f"at {width} px, header buttons without exactly one icon: {blank}"
 
 

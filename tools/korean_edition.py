@@ -90,6 +90,8 @@ def gettext(config: dict[str, Any]) -> dict[str, Any]:
     out["title"] = config["title"]
     out["sphinx"]["config"].pop("language")
     out["execute"]["execute_notebooks"] = "off"
+    # The catalogues' header names the book.
+    out["sphinx"]["config"]["project"] = config["title"]
     # myst-nb turns a figure's output into an image only for builders it knows a MIME order for;
     # given one for gettext, the figures' alt texts (cell metadata) become messages too.
     out["sphinx"]["config"]["nb_mime_priority_overrides"] = [

@@ -97,15 +97,20 @@ def _subtitle(exercise: nodes.Element) -> nodes.Element | None:
     return None
 
 
-def page_catalogue(transform: SphinxTransform) -> Any | None:
-    """The translation catalogue of the page being built, or None (the English book)."""
+def translate_attribute(transform: SphinxTransform, kind: type[nodes.Element], key: str) -> None:
+    """Translate attribute ``key`` of every ``kind`` node of the page with the page's catalogue
+    (nothing in the English book, or on a page without a catalogue)."""
     config, env = transform.config, transform.env
     if not config.language or config.language == "en":
-        return None
+        return
     domain = docname_to_domain(env.docname, config.gettext_compact)
     dirs = [os.path.join(env.srcdir, d) for d in config.locale_dirs]
     catalog, has_catalog = init_locale(dirs, config.language, domain)
-    return catalog if has_catalog else None
+    if not has_catalog:
+        return
+    for node in transform.document.findall(kind):
+        if node.get(key):
+            node[key] = catalog.gettext(node[key])
 
 
 class TranslatedTocCaptions(SphinxTransform):
@@ -115,27 +120,16 @@ class TranslatedTocCaptions(SphinxTransform):
     default_priority = 101
 
     def apply(self, **kwargs: Any) -> None:
-        catalog = page_catalogue(self)
-        if catalog is None:
-            return
-        for toctree in self.document.findall(addnodes.toctree):
-            if toctree.get("caption"):
-                toctree["caption"] = catalog.gettext(toctree["caption"])
+        translate_attribute(self, addnodes.toctree, "caption")
 
 
 class TranslatedAltTexts(SphinxPostTransform):
-    """Translate every image's alt text with the page's catalogue (no-op in the English book)."""
+    """Translate every image's alt text, which myst-nb sets after the catalogues are applied."""
 
     default_priority = 900
 
     def run(self, **kwargs: Any) -> None:
-        catalog = page_catalogue(self)
-        if catalog is None:
-            return
-        for image in self.document.findall(nodes.image):
-            alt = image.get("alt")
-            if alt:
-                image["alt"] = catalog.gettext(alt)
+        translate_attribute(self, nodes.image, "alt")
 
 
 def article_role(

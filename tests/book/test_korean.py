@@ -220,3 +220,12 @@ def test_titles_and_table_of_contents_are_korean() -> None:
         assert captions and all(HANGUL.search(c) for c in captions), f"{relpath}: {captions}"
         title = page.find("title")
         assert title is not None and HANGUL.search(title.get_text().split("—")[-1]), relpath
+
+
+@pytest.mark.parametrize("relpath", PAGES)
+def test_figures_alt_texts_are_korean(relpath: str) -> None:
+    """myst-nb sets an output image's alt text after the catalogues are applied; the book's
+    extension translates it then (book/_ext/translations.py)."""
+    alts = [str(img.get("alt", "")) for img in article(parsed(KOREAN, relpath)).select(".cell img")]
+    english = [alt for alt in alts if alt and not HANGUL.search(alt)]
+    assert not english, f"{relpath}: alt texts left in English: {english}"

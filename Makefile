@@ -23,7 +23,8 @@ HANGUL_FONT := book/_static/fonts/noto-sans-kr.css
 VEGA := book/_static/vega/vega-embed.min.js book/_ext/vega-lite/vega-lite.min.js
 
 .DEFAULT_GOAL := help
-.PHONY: help book test lint unit nbval nbval-generic binder-test html-test execute bench clean
+.PHONY: help book book-en check test lint unit nbval other-seeds nbval-generic binder-test html-test
+.PHONY: execute bench clean
 .PHONY: pdf student editions-test book-ko catalogues korean-test
 
 ## help: list the commands with what each does (this text).
@@ -65,14 +66,23 @@ SITE_FILES = $(shell find book/_static book/_templates book/_ext -type f -not -n
 BUILT_STAMP := _build/.built
 REBUILD_ALL = $(if $(wildcard $(BUILT_STAMP)),$(if $(shell find $(SITE_FILES) -newer $(BUILT_STAMP)),--all),--all)
 
-## book: build the HTML book into _build/html (strict: any warning fails).
-book: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
+## book: build the HTML book into _build/html, with the Korean edition under _build/html/ko,
+## where every page's language switch leads (strict: any warning fails).
+book: book-en book-ko
+	ln -sfn ../ko/_build/html _build/html/ko
+
+# The English edition alone, into _build/html.
+book-en: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS) $(REBUILD_ALL)
 	touch $(BUILT_STAMP)
 
-## test: lint, library tests, every chapter re-executed by nbval and in the Binder environment,
-## strict build, browser test of every page, the PDF and student editions, the Korean edition.
-test: lint unit nbval nbval-generic binder-test book html-test editions-test korean-test
+## check: the quick loop: ruff, mypy --strict, the library, checker and book tests, nbval.
+check: lint unit nbval
+
+## test: everything: `make check`, chapter 9 on other seeds, the chapters under generic CPU
+## kernels and in the Binder environment, strict build, browser test of every page, the PDF and
+## student editions, the Korean edition.
+test: check other-seeds nbval-generic binder-test book html-test editions-test korean-test
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)
@@ -83,12 +93,17 @@ lint: $(STAMP)
 ## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser
 ## (the figures' build step needs the fetched Vega and Vega-Lite).
 unit: $(STAMP) $(VEGA)
-	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels and not editions and not korean"
+	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels and not editions and not korean and not other_seeds"
 
 ## nbval: every chapter re-executed and its stored outputs compared.
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --durations=0 $(CHAPTERS)
+
+## other-seeds: chapter 9 re-executed with other seeds than its own SEEDS: its claims must hold
+## on them too.
+other-seeds: $(STAMP)
+	$(BIN)/python -m pytest -m other_seeds tests/book/test_other_seeds.py
 
 ## nbval-generic: the same comparison under torch's and numpy's generic CPU kernels, so that no
 ## stored output depends on the SIMD kernels of the machine that executed it.
@@ -153,7 +168,7 @@ KO := _build/ko
 KO_HTML := _build/html-ko
 I18N := _build/i18n
 ## book-ko: build the Korean edition (한국어판) into _build/html-ko (strict, like `make book`).
-book-ko: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
+book-ko: book-en
 	$(BIN)/python tools/korean_edition.py html
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS) --all --config $(KO)/_config.yml --path-output $(KO)
 	ln -sfn ko/_build/html $(KO_HTML)

@@ -4,7 +4,10 @@ The corpus is an excerpt of the Python Language Reference that CPython ships for
 (``pydoc_data/topics.py`` of CPython 3.11.7), 239,155 ASCII characters, pinned in the package
 as ``pe_lib/data/python_reference.txt`` with its licence and provenance in
 ``python_reference.NOTICE.txt`` beside it (PSF License Agreement). :func:`load_corpus` reads
-it and checks its digest, :func:`corpus_splits` cuts it into training and held-out text.
+it and checks its digest; :func:`corpus_topics` cuts it into its help topics, and
+:func:`corpus_splits` holds out the last :data:`HELD_OUT_TOPICS` topics whole and trains on the
+others, less every stretch they share with the held-out text (the help topics repeat each
+other: "Compound statements" holds "Function definitions" whole).
 
 The model, :class:`CharTransformer`, is the toy model's core (:mod:`pe_lib.toy`: pre-norm
 residual blocks of causal multi-head attention and an MLP, the encoding taken from
@@ -18,7 +21,9 @@ RoPE model. :func:`perplexity` scores held-out text at any length,
     \mathrm{PPL} = \exp\Big(-\frac{1}{N}\sum_{t=1}^{N} \ln p(c_t \mid c_{<t})\Big),
 
 over non-overlapping windows of ``seq_len`` characters, each predicted from the start of its
-window (the nonoverlapping evaluation of Press et al., 2022). A learned table has
+window (the nonoverlapping evaluation of Press et al., 2022); :func:`bigram_perplexity` is the
+baseline that needs no learning, the same score from counted character pairs.
+:func:`train_lms` trains several models side by side (one per seed) as one stacked model. A learned table has
 no row beyond its length, so a model with one cannot be scored there: :func:`perplexity` raises
 ``ValueError`` instead of inventing a number.
 """
@@ -28,12 +33,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
 import torch
 from torch import nn
+from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from ._validation import (
@@ -48,19 +55,23 @@ from .encodings import ENCODINGS, ScoreBias
 from .modules import LearnedPositionalEncoding
 from .rope import RotaryEmbedding
 from .rope_scaling import ScalingConfig, resolve_scaling
-from .toy import _causal_attention, _check_tokens, _EmbeddedPositions, _fit
+from .toy import _causal_attention, _check_tokens, _EmbeddedPositions
 
 __all__ = [
     "CORPUS_FILE",
     "CORPUS_SHA256",
-    "HELD_OUT_CHARS",
+    "HELD_OUT_TOPICS",
     "POSITION_KINDS",
+    "SHARED_STRETCH",
     "CharTransformer",
     "CharVocabulary",
+    "bigram_perplexity",
     "corpus_splits",
+    "corpus_topics",
     "load_corpus",
     "perplexity",
     "train_lm",
+    "train_lms",
     "with_rope_scaling",
 ]
 
@@ -71,8 +82,14 @@ CORPUS_FILE = "python_reference.txt"
 #: characters.
 CORPUS_SHA256 = "0eccfc6230e5e19e8f4975161c562ba04dd069184193ce5976ed47328532a158"
 
-#: The last characters of the corpus, kept out of training by :func:`corpus_splits`.
-HELD_OUT_CHARS = 40_000
+#: How many help topics, the corpus's last, :func:`corpus_splits` holds out whole.
+HELD_OUT_TOPICS = 12
+
+#: The training text keeps no stretch of this many characters that the held-out text holds.
+SHARED_STRETCH = 64
+
+# A help topic starts with its title on a line of its own, underlined with asterisks.
+_TOPIC_TITLE = re.compile(r"^[^\n]+\n\*{3,}\n", re.MULTILINE)
 
 #: How :class:`CharTransformer` tells positions apart: ``"none"`` or an entry of ENCODINGS.
 POSITION_KINDS: tuple[str, ...] = ("none", *ENCODINGS)
@@ -143,16 +160,85 @@ class CharVocabulary:
         return "".join(self.chars[i] for i in values)
 
 
-def corpus_splits() -> tuple[torch.Tensor, torch.Tensor, CharVocabulary]:
-    """The corpus as ids: ``(training, held_out, vocabulary)``.
-
-    ``held_out`` is the last :data:`HELD_OUT_CHARS` characters, ``training`` all before them;
-    the vocabulary holds every character of the corpus. Both are int64 of shape ``(n,)``.
-    """
+def corpus_topics() -> list[tuple[str, str]]:
+    """The corpus's help topics, in order: ``(title, text)`` pairs whose texts, joined, are the
+    corpus. A topic's text starts with its title, underlined with asterisks."""
     text = load_corpus()
-    vocabulary = CharVocabulary(text)
-    ids = vocabulary.encode(text)
-    return ids[:-HELD_OUT_CHARS], ids[-HELD_OUT_CHARS:], vocabulary
+    starts = [match.start() for match in _TOPIC_TITLE.finditer(text)]
+    ends = [*starts[1:], len(text)]
+    return [(text[a : text.index("\n", a)], text[a:b]) for a, b in zip(starts, ends, strict=True)]
+
+
+def _shared_spans(text: str, other: str, stretch: int) -> list[tuple[int, int]]:
+    """The spans ``[a, b)`` of ``text`` covered by a stretch of ``stretch`` characters that
+    ``other`` holds too, merged, in order."""
+    held = {other[i : i + stretch] for i in range(len(other) - stretch + 1)}
+    spans: list[tuple[int, int]] = []
+    for i in range(len(text) - stretch + 1):
+        if text[i : i + stretch] in held:
+            if spans and spans[-1][1] >= i:
+                spans[-1] = (spans[-1][0], i + stretch)
+            else:
+                spans.append((i, i + stretch))
+    return spans
+
+
+def _without(text: str, other: str, stretch: int) -> str:
+    """``text`` less every stretch of ``stretch`` characters that ``other`` holds; cut again
+    where the pieces, joined, make a new one, until none is left."""
+    while spans := _shared_spans(text, other, stretch):
+        bounds = [0, *(i for span in spans for i in span), len(text)]
+        text = "".join(text[a:b] for a, b in zip(bounds[::2], bounds[1::2], strict=True))
+    return text
+
+
+def corpus_splits() -> tuple[torch.Tensor, torch.Tensor, CharVocabulary]:
+    """The corpus as ids: ``(training, held_out, vocabulary)``, disjoint by construction.
+
+    ``held_out`` is the last :data:`HELD_OUT_TOPICS` help topics (:func:`corpus_topics`),
+    whole. ``training`` is the topics before them, joined, with every stretch of
+    :data:`SHARED_STRETCH` characters that also occurs in the held-out text cut out (the
+    pieces around a cut are joined). So no stretch of that length of the held-out text occurs
+    in the training text. The vocabulary holds every character of the corpus. Both are int64
+    of shape ``(n,)``.
+    """
+    topics = corpus_topics()
+    held_out = "".join(text for _, text in topics[-HELD_OUT_TOPICS:])
+    training = _without(
+        "".join(text for _, text in topics[:-HELD_OUT_TOPICS]), held_out, SHARED_STRETCH
+    )
+    vocabulary = CharVocabulary(load_corpus())
+    return vocabulary.encode(training), vocabulary.encode(held_out), vocabulary
+
+
+def bigram_perplexity(
+    training: torch.Tensor, ids: torch.Tensor, vocab_size: int, *, smoothing: float = 1.0
+) -> float:
+    r"""Perplexity of a count-based bigram model on ``ids``: the baseline that needs no learning.
+
+    :math:`p(b \mid a) = (n_{ab} + \alpha) / (n_a + \alpha V)`, with :math:`n_{ab}` the
+    count of ``a`` followed by ``b`` in ``training``, :math:`V` = ``vocab_size`` and
+    :math:`\alpha` = ``smoothing`` (add-one, Laplace's rule, by default). Every character of
+    ``ids`` after the first is predicted from the one before it: the same ``len(ids) - 1``
+    predictions :func:`perplexity` scores at any window length, so the two compare directly.
+
+    Args:
+        training: training text as ids, int64 ``(n,)``, ``n >= 2``.
+        ids: held-out text as ids, int64 ``(m,)``, ``m >= 2``.
+        vocab_size: number of character ids, >= 1.
+        smoothing: :math:`\alpha`, a finite float > 0.
+    """
+    vocab_size = check_positive_int("vocab_size", vocab_size)
+    smoothing = check_real("smoothing", smoothing, above=0.0)
+    training = _check_ids("training", training, vocab_size, 2)
+    ids = _check_ids("ids", ids, vocab_size, 2)
+    counts = torch.zeros(vocab_size * vocab_size, dtype=torch.float64)
+    counts.index_add_(
+        0, training[:-1] * vocab_size + training[1:], torch.ones(training.numel() - 1).double()
+    )
+    table = (counts.view(vocab_size, vocab_size) + smoothing).log()
+    table -= table.logsumexp(dim=1, keepdim=True)  # log p(b | a), each row normalised
+    return math.exp(-float(table[ids[:-1], ids[1:]].mean()))
 
 
 class _Block(nn.Module):
@@ -174,9 +260,18 @@ class _Block(nn.Module):
         num_heads: int,
         rotation: nn.Module | None,
         score_bias: ScoreBias | None,
+        fused: bool,
     ) -> torch.Tensor:
+        """``fused``: attention in torch's fused kernel (which has no ``vmap`` rule), or in the
+        formula written out (:func:`pe_lib.attention.scaled_dot_product_attention`)."""
         mixed, _ = _causal_attention(
-            self.norm_attention(x), self.qkv, self.attention_out, num_heads, rotation, score_bias
+            self.norm_attention(x),
+            self.qkv,
+            self.attention_out,
+            num_heads,
+            rotation,
+            score_bias,
+            with_weights=not fused,
         )
         x = x + mixed
         out: torch.Tensor = x + self.mlp(self.norm_mlp(x))
@@ -260,11 +355,28 @@ class CharTransformer(_EmbeddedPositions):
         """
         _check_tokens(tokens, self.vocab_size)
         _check_length("tokens.shape[1]", tokens.shape[1], self)
+        return self._logits(tokens, fused=True)
+
+    def _logits(self, tokens: torch.Tensor, *, fused: bool) -> torch.Tensor:
+        """:meth:`forward` for checked tokens. With ``fused=False`` the attention is the formula
+        written out and nothing reads a value of ``tokens``, so it runs under ``torch.func.vmap``."""
         x = self.encoding(self.embedding(tokens))
         for block in self.blocks:
-            x = block(x, self.num_heads, self.rotation, self.score_bias)
+            x = block(x, self.num_heads, self.rotation, self.score_bias, fused)
         logits: torch.Tensor = self.read_out(self.norm_out(x))
         return logits
+
+
+class _Logits(nn.Module):
+    """A model's :meth:`CharTransformer._logits` as a module's forward, for
+    ``torch.func.functional_call`` (its parameters are the model's, under ``model.``)."""
+
+    def __init__(self, model: CharTransformer) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.model._logits(tokens, fused=False)
 
 
 def _scaled_rotation(
@@ -356,7 +468,7 @@ class _Adam:
     trains for a few seconds; ``test_lm`` checks it against ``torch.optim.Adam``.
     """
 
-    def __init__(self, parameters: list[nn.Parameter], lr: float) -> None:
+    def __init__(self, parameters: list[torch.Tensor], lr: float) -> None:
         self.parameters = parameters
         self.lr = lr
         self.steps = 0
@@ -402,7 +514,7 @@ def train_lm(
 
     Each step draws ``batch_size`` windows of ``seq_len + 1`` characters at random starts in
     ``ids`` (from a generator seeded with ``seed``); the model reads the first ``seq_len`` and
-    is scored on the following character at every position.
+    is scored on the following character at every position. :func:`train_lms` with one model.
 
     Args:
         model: the model (left in eval mode afterwards).
@@ -416,22 +528,126 @@ def train_lm(
     Returns:
         the mean cross-entropy (nats per character) of each step, ``steps`` floats.
     """
-    check_instance("model", model, CharTransformer)
+    losses = train_lms(
+        [model], ids, seeds=[seed], steps=steps, seq_len=seq_len, batch_size=batch_size, lr=lr
+    )
+    return [float(loss) for loss in losses[:, 0]]
+
+
+def _check_alike(models: object) -> list[CharTransformer]:
+    """``models``: a non-empty sequence of distinct :class:`CharTransformer` of one architecture
+    (one ``repr``) with equal buffers (their fixed tables)."""
+    if not isinstance(models, Sequence) or not models:
+        raise TypeError(f"models must be a non-empty sequence of CharTransformer, got {models!r}")
+    checked = [check_instance(f"models[{i}]", m, CharTransformer) for i, m in enumerate(models)]
+    first = checked[0]
+    for i, model in enumerate(checked[1:], start=1):
+        if any(model is other for other in checked[:i]):
+            raise ValueError(f"models[{i}] is models[{checked.index(model)}]: pass each model once")
+        if repr(model) != repr(first):
+            raise ValueError(
+                f"models[{i}] differs from models[0] in its architecture; models trained "
+                f"side by side must be built alike (one position, sizes and scaling), got\n"
+                f"{model!r}\nand\n{first!r}"
+            )
+        buffers = dict(first.named_buffers())
+        for name, buffer in model.named_buffers():
+            if not torch.equal(buffer, buffers[name]):
+                raise ValueError(f"models[{i}] has a buffer {name!r} unlike models[0]'s")
+    return checked
+
+
+def train_lms(
+    models: Sequence[CharTransformer],
+    ids: torch.Tensor,
+    *,
+    seeds: Sequence[int],
+    steps: int = 300,
+    seq_len: int = 64,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+) -> torch.Tensor:
+    """Trains ``models`` in place side by side, ``models[i]`` on windows drawn with
+    ``seeds[i]``, as one stacked model; returns the losses, ``(steps, len(models))``.
+
+    Model ``i`` is trained exactly as :func:`train_lm` with ``seed=seeds[i]`` would train it
+    (its own Adam state and batches), up to floating-point rounding: the models' parameters
+    are stacked along a new first dimension (``torch.func.stack_module_state``) and one
+    ``torch.func.vmap`` of their forward computes every model's step at once, which costs far
+    less than a loop over them for models this small. The summed loss gives each model the
+    gradient of its own loss.
+
+    Args:
+        models: models of one architecture and equal buffers (built alike, e.g. with different
+            seeds); each is left in eval mode with its trained weights.
+        ids: training text as ids, int64 ``(n,)``, ``n > seq_len``.
+        seeds: one seed per model for its windows' generator, ints in ``[0, 2**53 - 1]``.
+        steps, seq_len, batch_size, lr: as :func:`train_lm`.
+
+    Returns:
+        the mean cross-entropy (nats per character) of each model at each step, float64.
+
+    Raises:
+        ValueError: a loss is not finite (the learning rate is too large for the model).
+    """
+    models = _check_alike(models)
+    if not isinstance(seeds, Sequence) or len(seeds) != len(models):
+        raise ValueError(
+            f"seeds must be a sequence of one seed per model ({len(models)}), got {seeds!r}"
+        )
     steps = check_positive_int("steps", steps)
     seq_len = check_positive_int("seq_len", seq_len)
     batch_size = check_positive_int("batch_size", batch_size)
     lr = check_real("lr", lr, above=0.0)
-    ids = _check_ids("ids", ids, model.vocab_size, seq_len + 1)
-    _check_length("seq_len", seq_len, model)
-    generator = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
+    ids = _check_ids("ids", ids, models[0].vocab_size, seq_len + 1)
+    _check_length("seq_len", seq_len, models[0])
+    generators = [
+        torch.Generator().manual_seed(check_nonnegative_int(f"seeds[{i}]", seed))
+        for i, seed in enumerate(seeds)
+    ]
     offsets = torch.arange(seq_len + 1)
+    names = [name for name, _ in models[0].named_parameters()]
+    stacked = {
+        f"model.{name}": torch.stack([m.get_parameter(name).detach() for m in models])
+        .clone()
+        .requires_grad_()
+        for name in names
+    }  # each (models, *shape)
+    skeleton = _Logits(models[0])
 
-    def next_batch() -> tuple[torch.Tensor, torch.Tensor]:
-        starts = torch.randint(ids.numel() - seq_len, (batch_size, 1), generator=generator)
-        windows = ids[starts + offsets]  # (batch, seq_len + 1)
-        return windows[:, :-1], windows[:, 1:]
+    def logits(parameters: dict[str, torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = functional_call(skeleton, parameters, (tokens,))
+        return out
 
-    return _fit(model, next_batch, steps, lr, optimizer=_Adam)
+    optimizer = _Adam(list(stacked.values()), lr)
+    skeleton.train()
+    losses = torch.empty(steps, len(models), dtype=torch.float64)
+    for step in range(steps):
+        starts = torch.stack(
+            [torch.randint(ids.numel() - seq_len, (batch_size, 1), generator=g) for g in generators]
+        )  # (models, batch, 1)
+        windows = ids[starts + offsets]  # (models, batch, seq_len + 1)
+        out = vmap(logits)(stacked, windows[..., :-1])  # (models, batch, seq_len, vocab)
+        loss = (
+            F.cross_entropy(out.flatten(0, 2), windows[..., 1:].flatten(), reduction="none")
+            .view(len(models), -1)
+            .mean(dim=1)
+        )  # (models,)
+        optimizer.zero_grad()
+        loss.sum().backward()  # type: ignore[no-untyped-call]
+        optimizer.step()
+        losses[step] = loss.detach()
+        if not torch.isfinite(losses[step]).all():
+            raise ValueError(
+                f"the loss is not finite at step {step + 1} (lr={lr}): training diverged; "
+                f"use a smaller lr"
+            )
+    with torch.no_grad():
+        for i, model in enumerate(models):
+            for name in names:
+                model.get_parameter(name).copy_(stacked[f"model.{name}"][i])
+            model.eval()
+    return losses
 
 
 #: Attention-score elements per evaluation batch (batch * seq_len**2), to bound memory.
@@ -471,12 +687,9 @@ def perplexity(model: CharTransformer, ids: torch.Tensor, seq_len: int) -> float
     total = 0.0
     for start in range(0, windows, per_batch):
         logits = model(inputs[start : start + per_batch])
-        total += float(
-            F.cross_entropy(
-                logits.flatten(0, 1).double(),
-                targets[start : start + per_batch].flatten(),
-                reduction="sum",
-            )
-        )
+        losses = F.cross_entropy(
+            logits.flatten(0, 1), targets[start : start + per_batch].flatten(), reduction="none"
+        )  # each in the logits' dtype, summed in float64
+        total += float(losses.double().sum())
     model.train(was_training)
     return math.exp(total / (windows * seq_len))

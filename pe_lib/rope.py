@@ -371,11 +371,9 @@ def _rotate(
     """:func:`rotate` for checked arguments, ``cos`` and ``sin`` in the rotation dtype."""
     rotary = 2 * cos.shape[-1]
     with _no_autocast(x.device):
-        plain = (
-            (torch.is_grad_enabled() and any(t.requires_grad for t in (x, cos, sin)))
-            or torch.compiler.is_compiling()
-            or is_tracing()
-        )
+        # The blocked passes write into buffers: autograd, compiled graphs, traces and vmap's
+        # batched tensors take the formula (vmap runs under autograd when it trains models).
+        plain = torch.is_grad_enabled() or torch.compiler.is_compiling() or is_tracing()
         if plain:
             if rotary == x.shape[-1]:
                 result = _rotate_formula(x, cos, sin, layout).to(x.dtype)

@@ -4,7 +4,8 @@ Matplotlib figures (:mod:`pe_lib.plotting`, the chapters' own plots) and the bro
 figures (:mod:`pe_lib.charts`) both read :data:`METHOD_STYLES`, so a method looks and is called
 the same wherever it appears. Keys are the names the registries use: the encodings of
 :data:`pe_lib.encodings.ENCODINGS` (plus ``"none"``) and the RoPE scalings of
-:data:`pe_lib.rope_scaling.ROPE_SCALINGS` (``"default"`` is plain RoPE, drawn as ``"rope"``).
+:data:`pe_lib.rope_scaling.ROPE_SCALINGS` (``"default"`` is plain RoPE, drawn as ``"rope"``), and ``"bigram"``, the language model's
+baseline that needs no learning.
 
 The colours are Okabe and Ito's colour-blind-safe set, extended with Paul Tol's muted scheme
 for the methods beyond its eight; dashes keep lines apart in grey print.
@@ -54,6 +55,8 @@ METHOD_STYLES: Mapping[str, MethodStyle] = MappingProxyType(
         "llama3": MethodStyle("Llama 3.1", "#332288", (1.5, 1.5)),
         "longrope": MethodStyle("LongRoPE", "#44aa99", (6.0, 2.0, 1.5, 2.0, 1.5, 2.0)),
         "proportional": MethodStyle("proportional", "#aa4499", (4.0, 4.0)),
+        # The baseline that needs no learning (pe_lib.lm.bigram_perplexity).
+        "bigram": MethodStyle("bigram counts", "#000000", (1.0, 2.0)),
     }
 )
 

@@ -15,8 +15,9 @@ scores (``"alibi"``). A new registry entry is a new choice here, with no change 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import Any, Literal, Protocol, overload
+from typing import Literal, overload
 
 import torch
 from torch import nn
@@ -193,9 +194,11 @@ class ShiftedCopyModel(_EmbeddedPositions):
 
     def _attention(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x``: ``(batch, L, d_model)`` -> output ``(batch, L, d_model)``, weights ``(batch, heads, L, L)``."""
-        return _causal_attention(
+        out, weights = _causal_attention(
             x, self.qkv, self.attention_out, self.num_heads, self.rotation, self.score_bias
         )
+        assert weights is not None  # with_weights=True returns them
+        return out, weights
 
     @overload
     def forward(
@@ -349,10 +352,15 @@ def _causal_attention(
     num_heads: int,
     rotation: nn.Module | None,
     score_bias: ScoreBias | None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    *,
+    with_weights: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Causal multi-head self-attention of ``x``, ``(batch, L, d_model)``.
 
-    Returns the output ``(batch, L, d_model)`` and the weights ``(batch, heads, L, L)``.
+    Returns the output ``(batch, L, d_model)`` and the weights ``(batch, heads, L, L)``, from
+    :func:`pe_lib.attention.scaled_dot_product_attention`; with ``with_weights=False``, the
+    output alone (and ``None``) from ``torch.nn.functional.scaled_dot_product_attention``, the
+    same formula in a fused kernel that never stores the weights (the language model's).
     """
     batch, seq_len, d_model = x.shape
     head_dim = d_model // num_heads
@@ -367,7 +375,15 @@ def _causal_attention(
         else score_bias(num_heads, seq_len, seq_len, dtype=q.dtype, device=q.device)
     )  # (heads, L, L)
     causal = torch.ones(seq_len, seq_len, dtype=torch.bool, device=x.device).tril()
-    mixed, weights = scaled_dot_product_attention(q, k, v, mask=causal, bias=bias)
+    weights: torch.Tensor | None = None
+    if with_weights:
+        mixed, weights = scaled_dot_product_attention(q, k, v, mask=causal, bias=bias)
+    elif bias is None:
+        mixed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    else:
+        mixed = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=bias.masked_fill(~causal, -math.inf)
+        )
     mixed = mixed.transpose(1, 2).reshape(batch, seq_len, d_model)
     out: torch.Tensor = attention_out(mixed)
     return out, weights
@@ -383,34 +399,19 @@ def _check_tokens(tokens: object, vocab_size: int) -> None:
     check_ids_below("tokens", tokens, vocab_size)
 
 
-class _Optimizer(Protocol):
-    """What :func:`_fit` calls on an optimizer."""
-
-    def zero_grad(self, set_to_none: bool = ...) -> None: ...
-
-    def step(self) -> Any: ...
-
-
 def _fit(
     model: nn.Module,
     next_batch: Callable[[], tuple[torch.Tensor, torch.Tensor]],
     steps: int,
     lr: float,
-    *,
-    optimizer: Callable[[list[nn.Parameter], float], Any] | None = None,
 ) -> list[float]:
-    """Adam on ``steps`` batches of ``(tokens, targets)``; the model is left in eval mode.
-
-    ``optimizer``: builds the optimizer from the parameters and ``lr``; ``None`` means
-    ``torch.optim.Adam`` with its defaults.
+    """Adam (``torch.optim.Adam``'s defaults) on ``steps`` batches of ``(tokens, targets)``; the
+    model is left in eval mode.
 
     The loss is the cross-entropy of ``model(tokens)``, ``(batch, L, vocab)``, against
     ``targets``, ``(batch, L)``, with ``IGNORE_INDEX`` entries left out. Returns each step's loss.
     """
-    parameters = list(model.parameters())
-    step: _Optimizer = (
-        torch.optim.Adam(parameters, lr=lr) if optimizer is None else optimizer(parameters, lr)
-    )
+    step = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
     losses: list[float] = []
     for _ in range(steps):

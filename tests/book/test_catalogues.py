@@ -22,7 +22,7 @@ from tests.book_sources import ROOT, markdown_of
 
 LOCALE = ROOT / "locale" / "ko" / "LC_MESSAGES"
 GLOSSARY = ROOT / "locale" / "ko" / "glossary.tsv"
-ARTICLE = ROOT.parent / "shared" / "article-ko.txt"
+ARTICLE = ROOT / "locale" / "ko" / "article-ko.txt"
 CATALOGUES = sorted(LOCALE.rglob("*.po"))
 
 ARTICLE_ROLE = re.compile(r"\{article\}`([^`]*)`")

@@ -517,6 +517,25 @@ def test_every_toc_document_is_built() -> None:
     assert not missing, f"in _toc.yml but not built: {missing}"
 
 
+@pytest.mark.parametrize("relpath", ["index.html", "book/02_sinusoidal_formula.html"])
+def test_language_switch_leads_to_a_built_page_of_the_local_build(relpath: str) -> None:
+    """`make book` alone gives a build whose switch works from the files, as a reader opening
+    _build/html/index.html follows it (no server: the link is resolved in the file system)."""
+    page = HTML_DIR / relpath
+    if not page.is_file():
+        _not_available(f"{page} is not built: run `make book` first")
+    switch = re.search(r'<a class="[^"]*pe-edition-switch[^"]*" href="([^"]+)"', page.read_text())
+    if switch is None:
+        pytest.skip(f"{relpath} has no language switch (this edition has no twin)")
+    # A browser joins file URLs as paths, without resolving links (the ko/ folder is one).
+    target = Path(os.path.normpath(page.parent / unquote(urlsplit(switch.group(1)).path)))
+    assert target.is_file(), f"{relpath}'s language switch leads to a missing file: {target}"
+    back = re.search(r'<a class="[^"]*pe-edition-switch[^"]*" href="([^"]+)"', target.read_text())
+    assert back, f"{target} has no switch back"
+    returned = Path(os.path.normpath(target.parent / unquote(urlsplit(back.group(1)).path)))
+    assert returned == Path(os.path.normpath(page)), f"{target}'s switch leads to {returned}"
+
+
 # --------------------------------------------------------------------------- explorable figures
 
 

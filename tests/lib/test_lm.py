@@ -13,14 +13,18 @@ from pe_lib import lm
 from pe_lib.encodings import ENCODINGS
 from pe_lib.lm import (
     CORPUS_SHA256,
-    HELD_OUT_CHARS,
+    HELD_OUT_TOPICS,
     POSITION_KINDS,
+    SHARED_STRETCH,
     CharTransformer,
     CharVocabulary,
+    bigram_perplexity,
     corpus_splits,
+    corpus_topics,
     load_corpus,
     perplexity,
     train_lm,
+    train_lms,
     with_rope_scaling,
 )
 from pe_lib.modules import LearnedPositionalEncoding
@@ -68,14 +72,64 @@ def test_a_changed_corpus_is_refused(monkeypatch):
         load_corpus()
 
 
-def test_splits_hold_out_the_end():
+def test_topics_cut_the_corpus_at_its_titles():
     text = load_corpus()
+    topics = corpus_topics()
+    assert "".join(body for _, body in topics) == text
+    # CPython 3.11.7's pydoc topics "assert" to "numeric-types" (the NOTICE's 52)
+    assert len(topics) == 52
+    assert topics[0][0] == 'The "assert" statement'
+    assert topics[-1][0] == "Emulating numeric types"
+    assert all(body.startswith(title + "\n***") for title, body in topics)
+
+
+def test_held_out_topics_are_whole_and_never_trained_on():
+    """The held-out text is the last topics, whole; no stretch of SHARED_STRETCH characters of
+    it occurs anywhere in the training text (checked here with str.find on a sample and with a
+    set of every training stretch on all of it)."""
+    topics = corpus_topics()
     train, held_out, vocab = corpus_splits()
-    assert held_out.numel() == HELD_OUT_CHARS
-    assert train.numel() + held_out.numel() == len(text)
+    held_text, train_text = vocab.decode(held_out), vocab.decode(train)
+    assert held_text == "".join(body for _, body in topics[-HELD_OUT_TOPICS:])
+    n = SHARED_STRETCH
+    trained = {train_text[i : i + n] for i in range(len(train_text) - n + 1)}
+    assert not any(held_text[i : i + n] in trained for i in range(len(held_text) - n + 1))
+    assert all(train_text.find(held_text[i : i + n]) < 0 for i in range(0, len(held_text), 997))
+    # The corpus repeats itself: without the cuts, the training topics share stretches with it.
+    uncut = "".join(body for _, body in topics[:-HELD_OUT_TOPICS])
+    assert any(held_text[i : i + n] in uncut for i in range(0, len(held_text) - n, 50))
+    assert 0.9 * len(uncut) < len(train_text) < len(uncut)
     assert train.dtype == held_out.dtype == torch.int64
-    assert vocab.decode(train) + vocab.decode(held_out) == text
-    assert len(vocab) == len(set(text)) == 93
+    assert len(vocab) == len(set(load_corpus())) == 93
+
+
+def test_cuts_reach_stretches_made_by_joining():
+    """A stretch that appears only where two kept pieces meet is cut too."""
+    held = "abcdefgh"
+    # cutting "cdef" (shared, 4 characters) from "xxcdefyy" leaves nothing shared
+    assert lm._without("xxcdefyy", held, 4) == "xxyy"
+    # "abcd" cut leaves "ab" + "cdzz"... joined pieces that spell a shared stretch are cut again
+    text = lm._without("qabcdqefghq", "bcdqefgh", 4)
+    assert all(text[i : i + 4] not in "bcdqefgh" for i in range(len(text) - 3))
+    assert lm._without("abab", "xyz", 2) == "abab"
+
+
+def test_bigram_baseline_counts_pairs():
+    # "ab" repeated: after a comes b, after b comes a (Laplace smoothing over 3 ids)
+    training = torch.tensor([0, 1] * 50)
+    ids = torch.tensor([0, 1, 0, 1, 0])
+    p = (49 + 1) / (49 + 3)  # b->a seen 49 times (b precedes 49 times); smoothing 1, 3 ids
+    q = (50 + 1) / (50 + 3)  # a->b seen 50 times
+    expected = math.exp(-(2 * math.log(q) + 2 * math.log(p)) / 4)
+    assert bigram_perplexity(training, ids, 3) == pytest.approx(expected, rel=1e-12)
+    # an unseen pair is still possible, and uniform text scores the vocabulary's size
+    assert math.isfinite(bigram_perplexity(training, torch.tensor([2, 2]), 3))
+    uniform = torch.arange(3).repeat(400)
+    assert bigram_perplexity(torch.tensor([0, 0]), uniform, 3, smoothing=1e9) == pytest.approx(3)
+    with pytest.raises(ValueError, match="smoothing"):
+        bigram_perplexity(training, ids, 3, smoothing=0.0)
+    with pytest.raises(ValueError, match="vocab_size=3"):
+        bigram_perplexity(training, ids + 3, 3)
 
 
 def test_vocabulary_round_trip_and_errors():
@@ -139,7 +193,8 @@ def test_a_uniform_model_has_the_vocabulary_size_as_perplexity(position):
         model.read_out.weight.zero_()
         model.read_out.bias.zero_()
     value = perplexity(model, random_ids(200), 16)
-    assert math.isclose(value, VOCAB, rel_tol=1e-12)
+    # each loss in float32 (the logits' dtype), summed in float64
+    assert math.isclose(value, VOCAB, rel_tol=1e-6)
 
 
 def test_perplexity_matches_the_cross_entropy_of_each_window():
@@ -213,6 +268,40 @@ def test_training_learns_and_is_reproducible():
     assert losses == again and len(losses) == 40
     assert perplexity(first, ids, 16) < 0.5 * before
     assert not first.training
+
+
+def test_models_trained_side_by_side_match_models_trained_one_by_one():
+    """train_lms stacks the models; each ends where train_lm alone takes it (up to rounding)."""
+    ids = random_ids(600, seed=4)
+    torch.manual_seed(1)
+    pair = [small("rope"), small("rope")]
+    alone = [small("rope"), small("rope")]
+    for a, b in zip(alone, pair, strict=True):
+        a.load_state_dict(b.state_dict())
+    losses = train_lms(pair, ids, seeds=[3, 5], steps=6, seq_len=16, batch_size=4, lr=1e-2)
+    assert losses.shape == (6, 2) and losses.dtype == torch.float64
+    for i, (model, seed) in enumerate(zip(alone, (3, 5), strict=True)):
+        own = train_lm(model, ids, steps=6, seq_len=16, batch_size=4, lr=1e-2, seed=seed)
+        torch.testing.assert_close(losses[:, i], torch.tensor(own, dtype=torch.float64))
+        for (name, p), q in zip(model.named_parameters(), pair[i].parameters(), strict=True):
+            torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5, msg=name)
+    assert not torch.equal(pair[0].read_out.weight, pair[1].read_out.weight)
+    assert not any(m.training for m in pair)
+
+
+def test_side_by_side_refuses_models_that_differ_and_diverging_training():
+    ids = random_ids(200)
+    one = small("alibi")
+    with pytest.raises(ValueError, match=r"models\[1\] differs from models\[0\]"):
+        train_lms([one, small("rope")], ids, seeds=[0, 1], seq_len=8)
+    with pytest.raises(ValueError, match=r"models\[1\] is models\[0\]"):
+        train_lms([one, one], ids, seeds=[0, 1], seq_len=8)
+    with pytest.raises(ValueError, match="one seed per model"):
+        train_lms([one, small("alibi")], ids, seeds=[0], seq_len=8)
+    with pytest.raises(TypeError, match="non-empty sequence"):
+        train_lms([], ids, seeds=[], seq_len=8)
+    with pytest.raises(ValueError, match=r"lr=1000000.0.*smaller lr"):
+        train_lm(small("none"), ids, seq_len=8, steps=20, lr=1e6)
 
 
 # --- bad input -----------------------------------------------------------------------------------

@@ -38,7 +38,9 @@ def test_claims_hold_on_other_seeds(tmp_path: Path) -> None:
         if cell.cell_type == "code":
             cell.source = SEEDS_LINE.sub(f"SEEDS = {OTHER_SEEDS}", cell.source)
     assert _chapter_seeds(notebook) == OTHER_SEEDS
-    NotebookClient(notebook, timeout=600, resources={"metadata": {"path": str(CHAPTER.parent)}}).execute()
+    NotebookClient(
+        notebook, timeout=600, resources={"metadata": {"path": str(CHAPTER.parent)}}
+    ).execute()
     printed = "".join(
         output.get("text", "")
         for cell in notebook.cells

@@ -106,11 +106,18 @@ def llama3_inv_freq(head_dim, base, factor, low, high, original):
     return torch.from_numpy(llama3_theta(head_dim, base, factor, low, high, original))
 
 
-LINEAR = {"rope_type": "linear", "factor": 4.0}
-YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64}
-NTK = {"rope_type": "ntk", "factor": 4.0}
+LINEAR = {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}
+YARN = {
+    "rope_type": "yarn",
+    "factor": 8.0,
+    "original_max_position_embeddings": 64,
+    "rope_theta": 10000.0,
+}
+NTK = {"rope_type": "ntk", "factor": 4.0, "rope_theta": 10000.0}
 #: Dynamic NTK as config.json writes it; L is the model's max_position_embeddings, 64.
-DYNAMIC = resolve_scaling({"rope_type": "dynamic", "factor": 4.0}, max_position_embeddings=64)
+DYNAMIC = resolve_scaling(
+    {"rope_type": "dynamic", "factor": 4.0}, 10000.0, max_position_embeddings=64
+)
 LLAMA3 = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -182,6 +189,7 @@ def hf_yarn_rotate(original):
 def test_a_hugging_face_yarn_rotation_with_a_short_original_length_passes(original, head_dim):
     """The toy models' lengths: the ramp's start is clamped to pair 0, as the reference does."""
     scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": original}
+    scaling["rope_theta"] = 10000.0
     check_rope(hf_yarn_rotate(original), head_dim=head_dim, layout="half", scaling=scaling)
     # and the unclamped variant is told apart, naming the reference it was compared with
     unclamped = {**scaling, "clamp_ramp": False}
@@ -605,9 +613,22 @@ def test_every_convention_is_documented() -> None:
         ({"dtypes": ()}, ValueError, ["dtypes", "at least one"]),
         ({"dtypes": (torch.int64,)}, TypeError, ["dtypes[0]", "torch.int64"]),
         ({"dtypes": (torch.float32, "float64")}, TypeError, ["dtypes[1]", "'float64'"]),
-        ({"scaling": {"rope_type": "linear"}}, ValueError, ["'factor'"]),
-        ({"scaling": {"rope_type": "linear", "factor": 2.0, "f": 1}}, ValueError, ["'f'"]),
-        ({"scaling": {"rope_type": "ntk", "factor": 2.0}, "head_dim": 2}, ValueError, ["head_dim"]),
+        ({"scaling": {"rope_type": "linear"}, "base": 1e4}, ValueError, ["'factor'"]),
+        (
+            {"scaling": {"rope_type": "linear", "factor": 2.0, "f": 1}, "base": 1e4},
+            ValueError,
+            ["'f'"],
+        ),
+        (
+            {"scaling": {"rope_type": "ntk", "factor": 2.0}, "head_dim": 2, "base": 1e4},
+            ValueError,
+            ["head_dim"],
+        ),
+        (
+            {"scaling": {"rope_type": "linear", "factor": 2.0}},
+            ValueError,
+            ["scaling", "'rope_theta'", "base is None"],
+        ),
         ({"scaling": [("rope_type", "linear")]}, TypeError, ["scaling", "list"]),
     ],
 )

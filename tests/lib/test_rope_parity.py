@@ -353,6 +353,11 @@ def hf_frequencies(
     return inv_freq, float(factor)
 
 
+def _base(entry: dict, layer_type: str | None) -> float | None:
+    """``base=`` for pe_lib: hf_config's 10000 where the entry holds no rope_theta."""
+    return None if "rope_theta" in _flat(entry, layer_type) else 10000.0
+
+
 def _lengths(entry: dict, layer_type: str | None, max_len: int) -> list[int | None]:
     """The current lengths to compare at: around the original length where it matters."""
     flat = _flat(entry, layer_type)
@@ -385,6 +390,7 @@ def test_frequencies_and_attention_factor_match_transformers(
     theirs, their_factor = hf_frequencies(entry, head_dim, max_len, layer_type, seq_len)
     ours, our_factor = rope_frequencies(
         head_dim,
+        base=_base(entry, layer_type),
         scaling=copy.deepcopy(entry),
         seq_len=seq_len if seq_len is not None else max_len,
         max_position_embeddings=max_len,
@@ -421,10 +427,10 @@ def test_the_edges_differ_from_the_naive_formulas():
     """The edge rows are edges: each is where an implementation that skips the clamp, reads
     mscale alone, or treats truncate null as true, gives other numbers than the reference."""
     short = _entry("yarn-L32")
-    clamped, _ = rope_frequencies(8, scaling=short)
-    unclamped, _ = rope_frequencies(8, scaling={**short, "clamp_ramp": False})
+    clamped, _ = rope_frequencies(8, base=1e4, scaling=short)
+    unclamped, _ = rope_frequencies(8, base=1e4, scaling={**short, "clamp_ramp": False})
     assert relative_difference(unclamped, clamped) > 0.1
-    _, alone = rope_frequencies(64, scaling=_entry("yarn-mscale-alone"))
+    _, alone = rope_frequencies(64, base=1e4, scaling=_entry("yarn-mscale-alone"))
     assert not math.isclose(alone, (0.1 * 0.707 * math.log(40) + 1))
     null_entry = _entry("yarn-truncate-null")
     null, _ = rope_frequencies(64, scaling=null_entry)

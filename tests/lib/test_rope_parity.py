@@ -25,6 +25,7 @@ transformers = pytest.importorskip("transformers")
 from rope_entries import DEEPSEEK_V3_YARN, GPT_OSS_YARN, LLAMA31, QWEN25_YARN  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
+from pe_lib import rope_scaling  # noqa: E402
 from pe_lib.rope import apply_rope  # noqa: E402
 from pe_lib.rope_scaling import ROPE_SCALINGS, rope_frequencies  # noqa: E402
 
@@ -478,6 +479,7 @@ def test_per_layer_yarn_reads_the_layers_own_truncate():
     assert relative_difference(ours, as_one_entry) < RTOL
     assert relative_difference(truncated, theirs) < RTOL  # what transformers does per layer
     assert relative_difference(ours, theirs) > 0.4  # the difference, named
+    assert 'config.rope_parameters.get("truncate", True)' in (rope_scaling.__doc__ or "")
 
 
 def test_transformers_dynamic_ntk_keeps_the_longest_lengths_frequencies():
@@ -496,6 +498,9 @@ def test_transformers_dynamic_ntk_keeps_the_longest_lengths_frequencies():
     assert relative_difference(at_3000, fresh.inv_freq) < RTOL
     assert relative_difference(at_5000, used.inv_freq) < RTOL
     assert relative_difference(at_3000, used.inv_freq) > 0.5
+    assert "still uses the 5,000-token frequencies" in " ".join(
+        (rope_scaling.__doc__ or "").split()
+    )
 
 
 def test_fractional_positions_choose_longropes_factors_as_transformers():

@@ -14,8 +14,10 @@ scores). :data:`pe_lib.encodings.ENCODINGS` lists them all with one contract. Fi
 demand.
 """
 
+import sys as _sys
+import types as _types
+
 from . import checks, encodings
-from ._package_map import package_map
 from ._version import __version__
 from .alibi import alibi_bias, alibi_slopes
 from .attention import SelfAttention, scaled_dot_product_attention
@@ -45,4 +47,19 @@ __all__ = [
     "wavelengths",
 ]
 
-__doc__ = (__doc__ or "").replace("{package_map}", package_map())
+_TEMPLATE = __doc__ or ""
+
+
+class _Package(_types.ModuleType):
+    """The type of the ``pe_lib`` module: its docstring's package map is read from the modules'
+    sources when the docstring is first asked for (``help(pe_lib)``, ``pe_lib.__doc__``), so
+    that ``import pe_lib`` opens no source file."""
+
+    @property
+    def __doc__(self) -> str:  # type: ignore[override]  # read-only: built from the sources
+        from ._package_map import package_map  # reads the sources once, then keeps the map
+
+        return _TEMPLATE.replace("{package_map}", package_map())
+
+
+_sys.modules[__name__].__class__ = _Package

@@ -2,12 +2,14 @@
 
 Each module (and subpackage) of pe_lib is listed once with the first paragraph of its own
 docstring, in the order of its layer: a module comes after every module it imports. A new
-module appears in the map, and so on the API page, with no other edit.
+module appears in the map, and so on the API page, with no other edit. The map is built when
+``pe_lib.__doc__`` is first read (``help(pe_lib)``, the docs build), never at import.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 __all__ = ["package_map"]
@@ -43,6 +45,7 @@ def _imports(path: Path, names: set[str]) -> set[str]:
     return found & names - {path.stem}
 
 
+@functools.cache
 def package_map() -> str:
     """``name  summary`` lines, by layer (a module's layer is one above the highest layer it
     imports from), then by name."""

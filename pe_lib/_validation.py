@@ -28,6 +28,7 @@ __all__ = [
     "check_base",
     "check_choice",
     "check_device",
+    "check_disjoint_memory",
     "check_dropout",
     "check_features",
     "check_floating_dtype",
@@ -427,8 +428,9 @@ def check_positions(name: str, positions: object) -> torch.Tensor:
         raise ValueError(
             f"{name} must have shape (..., seq_len) with at least one dimension, got a 0-d tensor"
         )
-    # Under torch.compile the values are not read: a graph cannot branch on them.
-    if positions.numel() and not torch.compiler.is_compiling():
+    # Under torch.compile the values are not read: a graph cannot branch on them; a meta tensor
+    # has none.
+    if positions.numel() and not (torch.compiler.is_compiling() or positions.device.type == "meta"):
         if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
             raise ValueError(f"{name} must be finite positions, got a NaN or infinite entry")
         low, high = positions.min().item(), positions.max().item()
@@ -451,12 +453,51 @@ def check_rotary_input(name: str, x: object) -> torch.Tensor:
             f"{name} must have shape (..., seq_len, head_dim) with at least 2 dimensions, "
             f"got shape {tuple(x.shape)}"
         )
-    if x.shape[-1] % 2:
+    if x.shape[-1] % 2 or x.shape[-1] == 0:
         raise ValueError(
-            f"{name} must have an even head_dim (last dimension) for RoPE, channels are rotated "
-            f"in pairs; got head_dim={x.shape[-1]} (shape {tuple(x.shape)})"
+            f"{name} must have an even head_dim (last dimension) of at least 2 for RoPE, channels "
+            f"are rotated in pairs; got head_dim={x.shape[-1]} (shape {tuple(x.shape)})"
         )
     return x
+
+
+def _memory_span(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes ``[first, last + 1)`` that the (non-empty) ``t``'s elements lie within."""
+    extent = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True))
+    start = t.data_ptr()
+    return start, start + (extent + 1) * t.element_size()
+
+
+def _may_self_overlap(t: torch.Tensor) -> bool:
+    """Whether two elements of ``t`` may share memory: its dimensions, by increasing stride,
+    do not each step past all the smaller ones (``expand()`` gives stride 0)."""
+    reach = 0  # the largest offset, in elements, the dimensions so far reach
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride(), strict=True)):
+        if size == 1:
+            continue
+        if stride <= reach:
+            return True
+        reach += stride * (size - 1)
+    return False
+
+
+def check_disjoint_memory(
+    name: str, out: torch.Tensor, other_name: str, other: torch.Tensor
+) -> None:
+    """``out``, a non-empty buffer to write into, has no two elements in one memory location
+    and lies in memory apart from ``other`` (views of one storage that do not meet pass)."""
+    if _may_self_overlap(out):
+        raise ValueError(
+            f"{name} must not hold two elements in one memory location (as an expand()ed "
+            f"tensor does), got shape {tuple(out.shape)} with strides {out.stride()}; pass a "
+            f"fresh buffer such as torch.empty_like(x)"
+        )
+    (a_start, a_end), (b_start, b_end) = _memory_span(out), _memory_span(other)
+    if a_start < b_end and b_start < a_end:
+        raise ValueError(
+            f"{name} must not share memory with {other_name}, got buffers whose memory overlaps "
+            f"(bytes {a_start:#x}-{a_end:#x} and {b_start:#x}-{b_end:#x})"
+        )
 
 
 def check_positions_match(name: str, positions: torch.Tensor, x: torch.Tensor) -> None:

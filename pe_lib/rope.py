@@ -62,7 +62,6 @@ and Hugging Face's formula, are measured by
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -75,6 +74,7 @@ from ._precision import compute_dtype_for
 from ._tracing import is_tracing, static_size
 from ._tracing import quiet_while_tracing as _quiet_while_tracing
 from ._validation import (
+    check_disjoint_memory,
     check_head_dim,
     check_instance,
     check_layout,
@@ -85,7 +85,7 @@ from ._validation import (
     check_positive_int,
     check_rotary_input,
 )
-from .rope_scaling import ScalingConfig, frequencies_of, resolve_scaling, rope_frequencies
+from .rope_scaling import ScalingConfig, frequencies_at, resolve_scaling, rope_frequencies
 
 __all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies", "rotate"]
 
@@ -98,10 +98,10 @@ _STAGED_BLOCK_ELEMENTS = 1 << 18
 
 
 def _frequencies_on(
-    config: ScalingConfig, head_dim: int, seq_len: int | None, device: torch.device
+    config: ScalingConfig, head_dim: int, seq_len: float | None, device: torch.device
 ) -> tuple[torch.Tensor, float]:
     """The scaled theta_i on ``device`` in the angle dtype (float64 but on MPS), and the attention factor."""
-    theta, attention_factor = frequencies_of(config, head_dim, seq_len)
+    theta, attention_factor = frequencies_at(config, head_dim, seq_len)
     return theta.to(device=device, dtype=compute_dtype_for(device)), attention_factor
 
 
@@ -112,40 +112,50 @@ def _angles(positions: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
 
 
 def _length_for(
-    config: ScalingConfig, positions: torch.Tensor, seq_len: int | None, caller: str
-) -> int | None:
+    config: ScalingConfig, positions: torch.Tensor, seq_len: object, caller: str
+) -> float | None:
     """The sequence length a scaling whose frequencies depend on it uses (else ``None``).
 
-    Default: the last position + 1 (1 when there are none). A given ``seq_len`` must be at
-    least that. Both read the positions' values, which neither a trace nor a compiled graph
-    can follow: there, these scalings are refused (trace) or need ``seq_len`` (compile).
+    A given ``seq_len`` is checked whatever the scaling (as :class:`RotaryEmbedding` checks its
+    own): an int >= 1, at least the last position + 1. Default: the last position + 1, as
+    transformers' ``max(position_ids) + 1`` (``dynamic_rope_update``, ``modeling_rope_utils.py``):
+    fractional for fractional positions (``[0.0, 511.5]`` gives 512.5, beyond a LongRoPE ``L``
+    of 512), 1 when there are none. Both read the positions' values, which neither a trace, a
+    compiled graph nor a ``meta`` tensor holds: there, these scalings are refused (trace) or
+    need ``seq_len`` (compile, ``meta``), and a given ``seq_len`` is trusted.
     """
-    if not config.entry.needs_seq_len:
-        return None
+    if seq_len is not None:
+        seq_len = check_positive_int("seq_len", seq_len)
+    needs = config.entry.needs_seq_len
     pitfall = f"{config.rope_type!r} scaling's frequencies depend on the sequence length"
-    if is_tracing():
+    if needs and is_tracing():
         raise ValueError(
             f"{caller} cannot be traced with torch.jit.trace: {pitfall}, which a trace fixes "
             f"at the example's; use torch.compile, or call it without tracing"
         )
-    if seq_len is not None:
-        seq_len = check_positive_int("seq_len", seq_len)
-    if torch.compiler.is_compiling():
-        if seq_len is None:
-            raise ValueError(
-                f"{caller} under torch.compile needs seq_len=: {pitfall}, and the default (the "
-                f"last position + 1) reads the positions' values, which a graph cannot"
+    if is_tracing() or torch.compiler.is_compiling() or positions.device.type == "meta":
+        if needs and seq_len is None:
+            where = (
+                "on the meta device" if positions.device.type == "meta" else "under torch.compile"
             )
-        return seq_len  # the positions' values cannot be read here: seq_len is trusted
-    last = math.floor(positions.max().item()) + 1 if positions.numel() else 1
-    if seq_len is None:
-        return last
-    if seq_len < last:
+            raise ValueError(
+                f"{caller} {where} needs seq_len=: {pitfall}, and the default (the last "
+                f"position + 1) reads the positions' values, which are not there"
+            )
+        return seq_len if needs else None
+    if seq_len is None and not needs:
+        return None
+    last: float = positions.max().item() + 1 if positions.numel() else 1
+    if float(last).is_integer():
+        last = int(last)
+    if seq_len is not None and seq_len < last:
         raise ValueError(
-            f"seq_len must be at least the last position + 1 = {last} ({pitfall}), got "
-            f"seq_len={seq_len}"
+            f"seq_len must be at least the last position + 1 = {last} (the length the positions "
+            f"span; {pitfall} where a scaling reads it), got seq_len={seq_len}"
         )
-    return seq_len
+    if not needs:
+        return None
+    return last if seq_len is None else seq_len
 
 
 def rope_angles(
@@ -168,7 +178,10 @@ def rope_angles(
             :math:`\theta'_i` (:func:`rope_frequencies`; its attention factor is not an angle and
             is not applied here).
         seq_len: the current sequence length, for scalings whose frequencies depend on it
-            (``"dynamic"``); at least the last position + 1, which is the default.
+            (``"dynamic"``, ``"longrope"``): an int, at least the last position + 1, checked
+            whatever the scaling. Default: the last position + 1, fractional for fractional
+            positions as transformers' ``max(position_ids) + 1`` (``modeling_rope_utils.py``):
+            positions ``[0.0, 511.5]`` give 512.5, beyond a LongRoPE ``L`` of 512.
 
     Returns:
         tensor of shape ``(..., seq_len, head_dim // 2)`` on the device of ``positions``,
@@ -179,8 +192,8 @@ def rope_angles(
     positions = check_positions("positions", positions)
     head_dim = check_head_dim("head_dim", head_dim)
     config = resolve_scaling(scaling, base)
-    seq_len = _length_for(config, positions, seq_len, "rope_angles")
-    theta, _ = _frequencies_on(config, head_dim, seq_len, positions.device)
+    length = _length_for(config, positions, seq_len, "rope_angles")
+    theta, _ = _frequencies_on(config, head_dim, length, positions.device)
     return _angles(positions, theta)
 
 
@@ -349,9 +362,7 @@ def _check_out(name: str, out: object, x: torch.Tensor) -> torch.Tensor:
             f"{x.dtype}, {x.device}; got {tuple(out.shape)}, {out.dtype}, {out.device}"
         )
     if out.device.type != "meta" and out.numel() and x.numel():
-        a, b = x.untyped_storage(), out.untyped_storage()
-        if a.data_ptr() == b.data_ptr():
-            raise ValueError(f"{name} must not share memory with the tensor it rotates")
+        check_disjoint_memory(name, out, "the tensor it rotates", x)
     if torch.is_grad_enabled() and (x.requires_grad or out.requires_grad):
         raise ValueError(
             f"{name}= does not support automatic differentiation (as PyTorch's own out= "
@@ -454,7 +465,7 @@ _TABLE_CACHE_LOCK = threading.Lock()
 def _tables(
     config: ScalingConfig,
     head_dim: int,
-    seq_len: int | None,
+    seq_len: float | None,
     positions: torch.Tensor,
     dtype: torch.dtype,
     *,
@@ -529,7 +540,10 @@ def apply_rope(
             :mod:`pe_lib.rope_scaling`): the angles use its :math:`\theta'_i` and cos and sin are
             multiplied by its attention factor.
         seq_len: the current sequence length, for scalings whose frequencies depend on it
-            (``"dynamic"``); at least the last position + 1, which is the default. Queries and
+            (``"dynamic"``, ``"longrope"``): an int, at least the last position + 1, checked
+            whatever the scaling. Default: the last position + 1, fractional for fractional
+            positions as transformers' ``max(position_ids) + 1`` (``modeling_rope_utils.py``):
+            positions ``[0.0, 511.5]`` give 512.5, beyond a LongRoPE ``L`` of 512. Queries and
             keys compared with each other must use the same one.
         out: optional buffer of ``x``'s shape, dtype and device, sharing no memory with ``x``:
             the rotation is written into it (same values, one rounding) and it is returned.
@@ -557,8 +571,8 @@ def apply_rope(
         else:
             positions = check_positions("positions", positions)
             check_positions_match("positions", positions, x)
-        seq_len = _length_for(config, positions, seq_len, "apply_rope")
-        cos, sin = _tables(config, head_dim, seq_len, positions, _rotation_dtype(x), cache=cached)
+        length = _length_for(config, positions, seq_len, "apply_rope")
+        cos, sin = _tables(config, head_dim, length, positions, _rotation_dtype(x), cache=cached)
         return _rotate(x, cos, sin, layout, out)
 
 

@@ -26,7 +26,11 @@ inside, possibly one entry per layer type, as Gemma 3's ``{"full_attention": {..
 ``"rope_theta"`` (the base) and ``"partial_rotary_factor"`` ``p`` (GPT-NeoX, Phi, Gemma 4): only
 the first ``rotary_dim = int(head_dim * p)`` channels are rotated, with the frequencies of a head of
 that size, :math:`b^{-2i/\mathrm{rotary\_dim}}`. Values a model keeps outside the entry
-(its ``max_position_embeddings``) are arguments.
+(its ``max_position_embeddings``; the base, when the entry has no ``rope_theta``) are arguments:
+an entry without ``rope_theta`` needs ``base=``, since ``config.json`` files keep the base at
+their top level and RoFormer's 10000 would silently stand in for Llama 3.1's 500000. A
+per-layer entry may be ``None`` for a layer type without rotary embedding (Llama 4's and
+SmolLM3's NoPE layers); asking for that layer type raises ``ValueError`` saying so.
 
 With ``s = factor`` and ``d = rotary_dim``:
 
@@ -41,6 +45,12 @@ With ``s = factor`` and ``d = rotary_dim``:
   change with :math:`\alpha = s\,\ell/L - (s - 1)`, :math:`\ell = \max(\texttt{seq\_len}, L)`, where
   ``L`` is the model's ``max_position_embeddings`` (an argument: Hugging Face reads no length from
   the entry for this method), so nothing changes up to ``L`` and the scaling grows with the length.
+  The frequencies are a function of ``seq_len`` alone. Hugging Face's rotary module keeps state
+  instead (``dynamic_rope_update`` in ``modeling_rope_utils.py``): it recomputes only when a
+  call is longer than any before, and returns to plain RoPE only below ``L``, so after a
+  5,000-token call a 3,000-token call (``L`` = 2,048) still uses the 5,000-token frequencies.
+  pe_lib gives, at every length, what a fresh Hugging Face module gives at that length
+  (``tests/lib/test_rope_parity.py`` shows both).
 * ``"yarn"`` (Peng et al., 2023, arXiv:2309.00071: "NTK-by-parts" interpolation and an attention
   temperature), as its reference code (``find_correction_range`` and ``linear_ramp_mask`` in
   github.com/jquesnelle/yarn) and ``_compute_yarn_parameters`` compute it:
@@ -48,7 +58,12 @@ With ``s = factor`` and ``d = rotary_dim``:
   :math:`\gamma_i = 1 - \mathrm{clamp}((i - a)/(c - a), 0, 1)` runs between the pair indices
   ``a`` and ``c`` at which :math:`r_i` equals ``beta_fast`` and ``beta_slow``, rounded outwards
   when ``truncate`` is true (the default; ``null`` counts as false, as in Hugging Face) and then
-  clamped to ``[0, d - 1]``. The paper writes the ramp as linear in :math:`r` (its eq. 18);
+  clamped to ``[0, d - 1]``. In a per-layer entry, pe_lib reads the layer's own ``truncate``.
+  transformers 5.23 reads it from the top level of ``rope_parameters``
+  (``config.rope_parameters.get("truncate", True)`` in ``_compute_yarn_parameters``), which in a
+  per-layer dict holds only layer types, so there it always truncates: for a layer whose entry
+  says ``truncate: false`` the two differ (by 43% for gpt-oss's entry, head size 64). pe_lib
+  follows the entry, since a key the model's authors wrote is not silently dropped. The paper writes the ramp as linear in :math:`r` (its eq. 18);
   the two agree outside the ramp. The clamp matters when ``L`` is short: it keeps pair 0 whenever
   ``a`` would be negative. ``clamp_ramp=False`` in the entry is pe_lib's named variant without it.
   The attention factor is ``attention_factor`` if given, else DeepSeek-V2's
@@ -98,6 +113,7 @@ __all__ = [
     "Key",
     "RopeScaling",
     "ScalingConfig",
+    "frequencies_at",
     "frequencies_of",
     "resolve_scaling",
     "rope_frequencies",
@@ -105,7 +121,7 @@ __all__ = [
 
 #: ``compute(head_dim, base, params, seq_len) -> (inverse frequencies, attention factor)``.
 ScalingFunction = Callable[
-    [int, float, Mapping[str, Any], "int | None"], tuple[torch.Tensor, float]
+    [int, float, Mapping[str, Any], "float | None"], tuple[torch.Tensor, float]
 ]
 
 #: ``check(name, value) -> value``: raises TypeError/ValueError naming ``name``.
@@ -285,10 +301,19 @@ def _turns(theta: torch.Tensor, length: int) -> torch.Tensor:
     return length * theta / (2 * math.pi)
 
 
+#: How to give the model's ``max_position_embeddings``, for messages: every function that takes
+#: ``scaling=`` takes a checked entry, and only ``resolve_scaling`` and ``rope_frequencies`` take
+#: the length itself.
+_GIVE_MAX_POSITION_EMBEDDINGS = (
+    "pass scaling=pe_lib.rope_scaling.resolve_scaling(entry, max_position_embeddings=...) "
+    "(rope_frequencies and resolve_scaling also take max_position_embeddings=... themselves)"
+)
+
+
 def _need_max_position_embeddings(rope_type: str, why: str) -> ValueError:
     return ValueError(
-        f"rope_type {rope_type!r} needs the model's max_position_embeddings ({why}); it lives "
-        f"outside the rope entry in a config.json: pass max_position_embeddings=..."
+        f"rope_type {rope_type!r} needs the model's max_position_embeddings ({why}), which a "
+        f"config.json keeps outside the rope entry, got none: {_GIVE_MAX_POSITION_EMBEDDINGS}"
     )
 
 
@@ -296,19 +321,19 @@ def _need_max_position_embeddings(rope_type: str, why: str) -> ValueError:
 
 
 def _default(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
 ) -> tuple[torch.Tensor, float]:
     return _plain(_rotary_dim(head_dim, params, "default"), base), 1.0
 
 
 def _linear(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
 ) -> tuple[torch.Tensor, float]:
     return _plain(_rotary_dim(head_dim, params, "linear"), base) / params["factor"], 1.0
 
 
 def _ntk(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
 ) -> tuple[torch.Tensor, float]:
     dim = _rotary_dim(head_dim, params, "ntk")
     return _plain(dim, _ntk_base(base, params["factor"], dim)), 1.0
@@ -323,7 +348,7 @@ def _prepare_dynamic(params: dict[str, Any], max_position_embeddings: int | None
 
 
 def _dynamic(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
 ) -> tuple[torch.Tensor, float]:
     factor, original = params["factor"], params["original_max_position_embeddings"]
     length = max(seq_len or 0, original)  # rope_frequencies requires seq_len (needs_seq_len)
@@ -362,7 +387,7 @@ def _prepare_yarn(params: dict[str, Any], max_position_embeddings: int | None) -
 
 
 def _yarn(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
 ) -> tuple[torch.Tensor, float]:
     factor, original = params["factor"], params["original_max_position_embeddings"]
     dim = _rotary_dim(head_dim, params, "yarn")
@@ -397,10 +422,22 @@ def _prepare_longrope(params: dict[str, Any], max_position_embeddings: int | Non
                 "original_max_position_embeddings",
             )
         params["factor"] = max_position_embeddings / params["original_max_position_embeddings"]
+    if (
+        params["attention_factor"] is None
+        and params["factor"] > 1.0
+        and params["original_max_position_embeddings"] < 2
+    ):
+        raise ValueError(
+            f"scaling['original_max_position_embeddings'] must be at least 2 for a 'longrope' "
+            f"entry without 'attention_factor' (its attention factor sqrt(1 + ln factor / ln L) "
+            f"divides by ln L, 0 at L = 1), got "
+            f"{params['original_max_position_embeddings']}; give 'attention_factor', or the "
+            f"model's training length"
+        )
 
 
 def _longrope(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
 ) -> tuple[torch.Tensor, float]:
     dim = _rotary_dim(head_dim, params, "longrope")
     original, factor = params["original_max_position_embeddings"], params["factor"]
@@ -425,7 +462,7 @@ def _prepare_llama3(params: dict[str, Any], max_position_embeddings: int | None)
 
 
 def _llama3(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
 ) -> tuple[torch.Tensor, float]:
     low, high = params["low_freq_factor"], params["high_freq_factor"]
     theta = _plain(_rotary_dim(head_dim, params, "llama3"), base)
@@ -438,7 +475,7 @@ def _llama3(
 
 
 def _proportional(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
 ) -> tuple[torch.Tensor, float]:
     rotated = int(params.get("partial_rotary_factor", 1.0) * head_dim // 2)
     theta = torch.zeros(head_dim // 2, dtype=torch.float64)
@@ -475,7 +512,7 @@ ROPE_SCALINGS: dict[str, RopeScaling] = {
         refused={
             "original_max_position_embeddings": (
                 "Hugging Face's dynamic NTK never reads 'original_max_position_embeddings'; it "
-                "uses the model's max_position_embeddings: pass max_position_embeddings=..."
+                "uses the model's max_position_embeddings: " + _GIVE_MAX_POSITION_EMBEDDINGS
             )
         },
     ),
@@ -536,13 +573,25 @@ _NAME_KEYS = ("rope_type", "type")
 _COMMON_KEYS = (*_NAME_KEYS, "rope_theta", "partial_rotary_factor")
 
 
-def _layer_entry(scaling: Mapping[str, Any], layer_type: str | None) -> Mapping[str, Any]:
-    """The entry of one layer type, when ``scaling`` holds one per layer type."""
-    per_layer = (
-        bool(scaling)
-        and not any(key in scaling for key in _COMMON_KEYS)
-        and all(isinstance(value, Mapping) for value in scaling.values())
+def _per_layer(scaling: Mapping[str, Any]) -> bool:
+    """Whether ``scaling`` holds one entry per layer type: no key of an entry, every value an
+    entry or ``None`` (a layer type without rotary embedding), at least one an entry."""
+    values = list(scaling.values())
+    return (
+        not any(key in scaling for key in _COMMON_KEYS)
+        and any(isinstance(value, Mapping) for value in values)
+        and all(value is None or isinstance(value, Mapping) for value in values)
     )
+
+
+def _layer_entry(scaling: Mapping[str, Any], layer_type: str | None) -> Mapping[str, Any]:
+    """The entry of one layer type, when ``scaling`` holds one per layer type.
+
+    A layer type whose entry is ``None`` has no rotary embedding (transformers 5.23 accepts
+    such per-layer ``rope_parameters``: Llama 4's and SmolLM3's NoPE layers, Cohere 2's
+    full-attention layers); asking for it raises ``ValueError`` saying so.
+    """
+    per_layer = _per_layer(scaling)
     if not per_layer:
         if layer_type is not None:
             raise ValueError(
@@ -558,8 +607,20 @@ def _layer_entry(scaling: Mapping[str, Any], layer_type: str | None) -> Mapping[
         )
     if layer_type not in scaling:
         raise ValueError(f"layer_type must be one of {types}, got {layer_type!r}")
-    entry: Mapping[str, Any] = scaling[layer_type]
+    entry: Mapping[str, Any] | None = scaling[layer_type]
+    if entry is None:
+        rotary = ", ".join(repr(name) for name, value in scaling.items() if value is not None)
+        raise ValueError(
+            f"layer_type={layer_type!r} has no rotary embedding: its entry in the per-layer "
+            f"scaling is None (a layer without RoPE, as Llama 4's and SmolLM3's NoPE layers): "
+            f"do not rotate its queries and keys; the layer types with RoPE are {rotary}"
+        )
     return entry
+
+
+def _newer_name(name: object) -> object:
+    """The method an older name stands for (``"su"`` -> ``"longrope"``), other values as given."""
+    return _OLDER_NAMES.get(name, name) if isinstance(name, str) else name
 
 
 def _rope_type(scaling: Mapping[str, Any]) -> str:
@@ -569,13 +630,13 @@ def _rope_type(scaling: Mapping[str, Any]) -> str:
             f"scaling must name its method under 'rope_type' (or the older 'type'), one of "
             f"{', '.join(map(repr, ROPE_SCALINGS))}; got keys {sorted(map(str, scaling))}"
         )
-    if len(set(map(repr, names.values()))) > 1:
+    if len({repr(_newer_name(name)) for name in names.values()}) > 1:
         raise ValueError(
             f"scaling['rope_type'] and scaling['type'] name the same thing and must agree, got "
             f"rope_type={names['rope_type']!r} and type={names['type']!r}"
         )
     key, rope_type = next(iter(names.items()))
-    rope_type = _OLDER_NAMES.get(rope_type, rope_type) if isinstance(rope_type, str) else rope_type
+    rope_type = _newer_name(rope_type)
     if not isinstance(rope_type, str) or rope_type not in ROPE_SCALINGS:
         raise ValueError(
             f"scaling[{key!r}] must be one of {', '.join(map(repr, ROPE_SCALINGS))} (or "
@@ -600,7 +661,11 @@ def resolve_scaling(
             method (see the module docstring); ``None`` values mean absent. Or a mapping of
             layer types to such entries (transformers 5's per-layer ``rope_parameters``). A
             :class:`ScalingConfig` (already checked) is returned as it is.
-        base: the frequency base, > 1; ``None`` means ``scaling["rope_theta"]`` if present, else
+        base: the frequency base, > 1; ``None`` means ``scaling["rope_theta"]``. An entry
+            without ``rope_theta`` then raises ``ValueError``: a ``config.json`` keeps the base
+            outside ``rope_scaling``, at its top level (Llama 3.1's 500000), and RoFormer's
+            10000 in its place would give other frequencies without a word. Only plain RoPE
+            (``scaling=None``, or ``rope_type`` ``"default"``) takes
             :data:`~pe_lib.sinusoidal.DEFAULT_BASE`. If both are given they must be equal.
         max_position_embeddings: the model's ``max_position_embeddings`` (outside the rope
             entry): required by ``"dynamic"``, and by ``"longrope"`` when the entry has no
@@ -648,6 +713,14 @@ def resolve_scaling(
                 f"rope_theta={theta!r} and base={base!r}"
             )
         base = theta
+    elif base is None and rope_type != "default":
+        raise ValueError(
+            f"scaling (rope_type {rope_type!r}) has no 'rope_theta' and base is None: give the "
+            f"model's frequency base as base=... or as scaling['rope_theta'] (a config.json "
+            f"keeps it outside 'rope_scaling', at its top level: 500000.0 for Llama 3.1); "
+            f"only plain RoPE (scaling=None or rope_type 'default') takes RoFormer's "
+            f"{DEFAULT_BASE:g} by default"
+        )
     unknown = [str(k) for k in scaling if k not in entry.keys and k not in _COMMON_KEYS]
     if unknown:
         keys = ", ".join(map(repr, entry.keys))
@@ -683,6 +756,17 @@ def frequencies_of(
     config: ScalingConfig, head_dim: int, seq_len: int | None = None
 ) -> tuple[torch.Tensor, float]:
     """:func:`rope_frequencies` for a config already checked by :func:`resolve_scaling`."""
+    if seq_len is not None:
+        seq_len = check_positive_int("seq_len", seq_len)
+    return frequencies_at(config, head_dim, seq_len)
+
+
+def frequencies_at(
+    config: ScalingConfig, head_dim: int, length: float | None
+) -> tuple[torch.Tensor, float]:
+    """:func:`frequencies_of` at a checked ``length`` > 0, which may be fractional: the last
+    position + 1 of fractional positions, as transformers' ``max(position_ids) + 1``
+    (``dynamic_rope_update`` in ``modeling_rope_utils.py``)."""
     entry = config.entry
     rotary_dim = config.rotary_dim(head_dim)
     if rotary_dim < entry.min_rotary_dim:
@@ -691,14 +775,12 @@ def frequencies_of(
             f"{config.rope_type!r} (its base exponent is d / (d - 2)), got head_dim {head_dim} "
             f"(rotary_dim {rotary_dim})"
         )
-    if seq_len is not None:
-        seq_len = check_positive_int("seq_len", seq_len)
-    elif entry.needs_seq_len:
+    if length is None and entry.needs_seq_len:
         raise ValueError(
             f"seq_len is required for rope_type {config.rope_type!r}: its frequencies depend "
             f"on the current sequence length"
         )
-    return entry.compute(head_dim, config.base, config.params, seq_len)
+    return entry.compute(head_dim, config.base, config.params, length)
 
 
 def rope_frequencies(
@@ -714,12 +796,17 @@ def rope_frequencies(
 
     Args:
         head_dim: size of each attention head's query and key vectors, even.
-        base: frequency base ``b`` > 1; ``None`` means ``scaling["rope_theta"]`` if present,
-            else :data:`~pe_lib.sinusoidal.DEFAULT_BASE` (RoFormer's 10000). If both are given they must agree.
+        base: frequency base ``b`` > 1; ``None`` means ``scaling["rope_theta"]``, required in
+            an entry (a ``ValueError`` names both when neither is given) but for plain RoPE
+            (``scaling=None`` or ``"default"``), which takes
+            :data:`~pe_lib.sinusoidal.DEFAULT_BASE` (RoFormer's 10000). If both are given they
+            must agree.
         scaling: ``None`` (plain RoPE) or a model's entry as its ``config.json`` writes it, e.g.
             Llama 3.1's ``{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}``, or
-            transformers 5's ``rope_parameters``. See the module docstring.
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}`` with
+            ``base=500000.0`` (its ``rope_theta``, which that ``config.json`` keeps at its top
+            level), or transformers 5's ``rope_parameters`` (``rope_theta`` inside). See the
+            module docstring.
         seq_len: the current sequence length; required by ``"dynamic"`` and ``"longrope"``.
         max_position_embeddings: the model's ``max_position_embeddings``; required by
             ``"dynamic"`` and by a ``"longrope"`` entry without ``factor``.

@@ -186,6 +186,12 @@ _NO_DROPOUT = MISTAKES.declare(
     "The module has dropout p={p}, but in train mode module(x) = x + PE with nothing dropped.",
     "return self.dropout(x + pe) in forward.",
 )
+_DROPOUT_NEVER_BUILT = MISTAKES.declare(
+    "dropout_never_built",
+    "{cls}.__init__ takes {argument}={p} by default, but the module holds no nn.Dropout and no "
+    "attribute {names}: the dropout argument is accepted and never applied.",
+    "keep it, self.dropout = nn.Dropout({argument}), and return self.dropout(x + pe) in forward.",
+)
 _DROPOUT_NOT_ON_SUM = MISTAKES.declare(
     "dropout_not_on_sum",
     "In train mode (dropout p={p}), module(x) is not dropout(x + PE): the entries that are "
@@ -289,7 +295,10 @@ def check_positional_encoding_module(
        ``nn.Dropout`` submodule, or a float attribute named ``dropout`` or ``p``); skipped
        otherwise, since ``p = 0`` is a legitimate choice: ``"no_dropout_in_train"``
        (nothing dropped) and ``"dropout_not_on_sum"`` (the output is not
-       ``dropout(x + PE)``);
+       ``dropout(x + PE)``). When none is found but the class's ``__init__`` gives a dropout
+       argument (``dropout``, ``p``, ...) a default in ``(0, 1)``, as ``max_len``'s default
+       is read, and the module holds neither an ``nn.Dropout`` nor an attribute of that name:
+       ``"dropout_never_built"`` (the argument is accepted and dropped);
     8. ``"fixed_length"``: ``max_len + 16`` positions (6000 when no length is found). Wrong
        values or a wrong shape there always fail. Refusing the length (raising) is a
        :class:`Note` by default, and fails with ``strict=True``: the formula holds for
@@ -440,6 +449,26 @@ def _find_dropout_p(module: nn.Module) -> float | None:
     return None
 
 
+def _declared_dropout(module: nn.Module) -> tuple[str, float] | None:
+    """A dropout argument of the module's class whose default is in (0, 1), with that default,
+    when the module holds neither an ``nn.Dropout`` nor an attribute of a dropout name."""
+    if any(isinstance(sub, nn.modules.dropout._DropoutNd) for sub in module.modules()):
+        return None
+    if any(hasattr(module, name) for name in _DROPOUT_ATTRIBUTES):
+        return None
+    try:
+        parameters = inspect.signature(type(module)).parameters
+    except (TypeError, ValueError):
+        return None
+    for name in _DROPOUT_ATTRIBUTES:
+        parameter = parameters.get(name)
+        default = None if parameter is None else parameter.default
+        if isinstance(default, numbers.Real) and not isinstance(default, bool):
+            if 0.0 < float(default) < 1.0:
+                return name, float(default)
+    return None
+
+
 def _tables(module: nn.Module, d_model: int) -> list[tuple[str, torch.Tensor]]:
     """Every tensor of the module whose last axis is ``d_model`` (candidate tables)."""
     named = [*module.named_buffers(), *module.named_parameters()]
@@ -511,6 +540,13 @@ class _Probe:
         p = _find_dropout_p(self.module)
         if p is not None:
             self.check_train_dropout(seq_len, p)
+        elif (declared := _declared_dropout(self.module)) is not None:
+            raise _DROPOUT_NEVER_BUILT.fail(
+                cls=type(self.module).__name__,
+                argument=declared[0],
+                p=declared[1],
+                names=" or ".join(map(repr, _DROPOUT_ATTRIBUTES)),
+            )
         long_len = _UNKNOWN_LEN if prepared is None else prepared + 16
         if long_len * self.d_model <= _PROBE_ENTRIES:
             self.check_length(long_len, _BEYOND)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -233,6 +234,15 @@ _PRECISION = MISTAKES.declare(
     "the result) to x's dtype. In a module, a frequency buffer is cast by module.to("
     "torch.bfloat16): compute the frequencies in forward, or keep them out of the buffers.",
 )
+_COMPLEX_BUFFER = MISTAKES.declare(
+    "complex_buffer",
+    "module.to(torch.{dtype}) cast the complex {names} to real {dtype} tensors, which keeps "
+    "the real parts (cos m theta_i) and drops the imaginary ones (sin m theta_i): the rotation "
+    "became a multiplication by the cosines.",
+    "keep complex frequencies out of the module's buffers (compute freqs_cis in forward, or "
+    "store the float32 angles and build torch.polar(ones, angles) in forward), or cast only "
+    "the floating weights to the low precision.",
+)
 _WRONG_VALUES = MISTAKES.declare(
     "wrong_values",
     "at position {position}, pair {pair} (channels {channels}), the result is off by {error} "
@@ -356,13 +366,16 @@ def check_rope(
     * ``"base"``: RoPE with another base (also what an exponent without its factor 2 gives:
       base ** 0.5);
     * ``"precision"``: within the error of angles formed in bfloat16 or float16, not of float32;
+    * ``"complex_buffer"``: a module whose complex buffer (Meta's ``freqs_cis``) its cast to
+      bfloat16 or float16 made real, so the sines are lost;
     * ``"wrong_values"``: anything else; the message names the first pair found wrong, the angle
       it turns by and the angle it should.
 
     Args:
         rotate: the student's function or module, called as ``convention`` says.
         head_dim: size of the vectors passed to it, even; for a module, the module's own.
-        base: the frequency base, > 1; ``None``: ``scaling["rope_theta"]`` if given, else 10000.
+        base: the frequency base, > 1; ``None``: ``scaling["rope_theta"]``, which an entry
+            without ``base`` must hold; 10000 for plain RoPE.
         layout: ``"interleaved"`` (pairs ``(2i, 2i+1)``) or ``"half"`` (pairs ``(i, i + d/2)``).
         scaling: ``None`` (plain RoPE), a ``config.json`` ``rope_scaling`` mapping (any method
             of :data:`pe_lib.rope_scaling.ROPE_SCALINGS`), or a
@@ -455,6 +468,19 @@ class _Student:
     rotate: Callable[..., object]
     device: torch.device
     note: str = ""
+    #: complex buffers or parameters the cast to ``dtype`` made real (their imaginary parts lost)
+    lost_imaginary: tuple[str, ...] = ()
+
+
+def _made_real(module: nn.Module, cast: nn.Module) -> tuple[str, ...]:
+    """The names of ``module``'s complex tensors that are real in its ``cast`` copy."""
+    before = {**dict(module.named_buffers()), **dict(module.named_parameters())}
+    after = {**dict(cast.named_buffers()), **dict(cast.named_parameters())}
+    return tuple(
+        name
+        for name, tensor in before.items()
+        if tensor.is_complex() and name in after and not after[name].is_complex()
+    )
 
 
 def _device_of(module: nn.Module) -> torch.device:
@@ -480,9 +506,11 @@ def _probing(rotate: Callable[..., object]) -> Iterator[Callable[[torch.dtype], 
             return _Student(module, _device_of(module))
         if dtype not in casts:
             try:
-                cast = copy.deepcopy(module).to(dtype)
+                with warnings.catch_warnings():  # torch warns of the imaginary parts it drops
+                    warnings.simplefilter("ignore", UserWarning)
+                    cast = copy.deepcopy(module).to(dtype)
                 note = f" (a copy of the module cast with .to(torch.{dtype_name(dtype)}))"
-                casts[dtype] = _Student(cast, _device_of(cast), note)
+                casts[dtype] = _Student(cast, _device_of(cast), note, _made_real(module, cast))
             except Exception:  # a module that cannot be copied is probed as it is
                 casts[dtype] = _Student(module, _device_of(module))
         return casts[dtype]
@@ -661,6 +689,9 @@ def _check_call(
             raise _NOT_FINITE.fail(f"For {call}, ", position=offset + int(bad[-2]))
         result = _Result(spec, x, out, positions, offset + seq_len)
         if not result.matches(result.angles, result.factor):
+            if student.lost_imaginary:
+                names = ", ".join(f"buffer {name!r}" for name in student.lost_imaginary)
+                raise _COMPLEX_BUFFER.fail(f"For {call}, ", names=names, dtype=dtype)
             raise _diagnose(result, f"For {call}, against {spec.reference}, ", offset)
 
 

@@ -727,7 +727,7 @@ def _diagnose(
             worst=f"{float(error.max()):.2e}",
             dtype=dtype,
             allowed=f"{float(allowed.max()):.1e}",
-            source=_precision_source(error, angles, tol.angle_ulps),
+            source=_precision_source(values, error, angles, tol.angle_ulps),
         )
     for candidate in candidates + fitted:
         if candidate.waves.matches(values, positions, half):
@@ -766,13 +766,52 @@ def _evidence(
     )
 
 
-def _precision_source(error: torch.Tensor, angles: torch.Tensor, ulps: float) -> str:
+def _angles_on_grid(values: torch.Tensor, angles: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether the table's angles, read back from its (sin, cos) pairs, are numbers of
+    ``dtype``: what a product ``pos * omega_i`` rounded to ``dtype`` gives.
+
+    Only angles of at least 1 radian are read (at least 8 of them), each within ``1/64`` of
+    itself of the exact angle, whole turns included (bfloat16 angles beyond a few hundred err by
+    more than pi). Every bfloat16 number is a float16 number, so bfloat16 is asked first.
+    """
+    pairs = values.shape[1] // 2
+    sin, cos = values[:, 0 : 2 * pairs : 2], values[:, 1 : 2 * pairs : 2]
+    exact = angles[:, 0 : 2 * pairs : 2]
+    read = exact >= 1.0
+    if int(read.sum()) < 8:
+        return False
+    exact, turned = exact[read], torch.atan2(sin[read], cos[read])
+    window = exact / 64.0
+    turns = int(float(window.max()) / (2 * math.pi)) + 2
+    on_grid = torch.zeros_like(exact, dtype=torch.bool)
+    for k in range(-turns, turns + 1):
+        candidate = turned + 2 * math.pi * (torch.round((exact - turned) / (2 * math.pi)) + k)
+        near = (candidate - exact).abs() <= window
+        grid = (candidate - candidate.to(dtype).to(torch.float64)).abs() <= 1e-5 * candidate
+        on_grid |= near & grid
+    return bool(on_grid.all())
+
+
+def _precision_source(
+    values: torch.Tensor, error: torch.Tensor, angles: torch.Tensor, ulps: float
+) -> str:
     """Name the precision whose rounding explains ``error``.
 
-    Rounding a value in [-1, 1] errs by up to eps/2, and an angle formed in that precision
+    First, angles that are numbers of bfloat16 (or float16) name it (:func:`_angles_on_grid`).
+    Else: rounding a value in [-1, 1] errs by up to eps/2, and an angle formed in that precision
     adds about ``ulps * eps * |angle|``; the error per unit of that scale is compared with
     each dtype's eps.
     """
+    for name, dtype, eps in (
+        ("bfloat16", torch.bfloat16, EPS_BF16),
+        ("float16", torch.float16, EPS16),
+    ):
+        if _angles_on_grid(values, angles, dtype):
+            return (
+                f"Errors of this size come from computing in {name} (machine epsilon "
+                f"{eps:.1e}): the angles pos * omega_i read back from the table are {name} "
+                f"numbers."
+            )
     per_eps = float((error / (1.0 + ulps * angles.abs())).max())
     for name, eps in (("float32", EPS32), ("float16", EPS16), ("bfloat16", EPS_BF16)):
         if per_eps <= eps:

@@ -690,7 +690,7 @@ def _scaling(settings: dict, drawn: list[dict], problems: list[str]) -> None:
         "linear": {"rope_type": "linear", "factor": factor},
         "ntk": {"rope_type": "ntk", "factor": factor},
         "dynamic": resolve_scaling(
-            {"rope_type": "dynamic", "factor": factor}, max_position_embeddings=length
+            {"rope_type": "dynamic", "factor": factor}, base, max_position_embeddings=length
         ),
         "yarn": {"rope_type": "yarn", "factor": factor, **original},
         "llama3": {

@@ -284,6 +284,18 @@ class FixedTableNoDtypeCast(OnTheFly):
         return self.dropout(x + self.table(x.size(1)).float())
 
 
+class DropoutNeverBuilt(nn.Module):
+    """Takes dropout=0.1, as the article's module does, and keeps no trace of it."""
+
+    def __init__(self, d_model, max_len=64, dropout=0.1):
+        super().__init__()
+        self.d_model = d_model
+        self.register_buffer("pe", sinusoid(max_len, d_model))
+
+    def forward(self, x):
+        return x + self.pe[: x.size(1)].to(x.dtype)
+
+
 class KeywordOnly(OnTheFly):
     def __init__(self, *, d_model, dropout=0.0):
         super().__init__(d_model, dropout)
@@ -332,6 +344,7 @@ PLANTED = [
     (TutorialRowsFrom20Zero, 9, "wrong_rows", "up to position 19", False),
     (DropoutUnused, 16, "no_dropout_in_train", "self.dropout(x + pe)", False),
     (DropoutBeforeAdding, 16, "dropout_not_on_sum", "dropout(x + PE)", False),
+    (DropoutNeverBuilt, 16, "dropout_never_built", "takes dropout=0.1 by default", False),
     (WrapsAround, 16, "fixed_length", "wrong values from position 64 on", False),
     (FrozenTable, 16, "fixed_length", "seq_len=80", True),
     (ArticlePositionalEncoding, 8, "fixed_length", "5016", True),
@@ -347,6 +360,13 @@ PLANTED = [
 def test_planted_mistake_is_named(cls, d_model, mistake, words, strict) -> None:
     error = fails_with(mistake, cls, d_model=d_model, strict=strict)
     assert words in str(error)
+
+
+def test_an_unused_dropout_argument_is_named_for_an_instance_too() -> None:
+    error = fails_with("dropout_never_built", DropoutNeverBuilt(16))
+    assert "DropoutNeverBuilt.__init__ takes dropout=0.1" in str(error)
+    # p = 0 by default is a legitimate choice, kept or not
+    assert check_positional_encoding_module(KeywordOnly, d_model=16, strict=True) == ()
 
 
 def test_every_mistake_has_a_planted_case() -> None:

@@ -106,11 +106,18 @@ def llama3_inv_freq(head_dim, base, factor, low, high, original):
     return torch.from_numpy(llama3_theta(head_dim, base, factor, low, high, original))
 
 
-LINEAR = {"rope_type": "linear", "factor": 4.0}
-YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64}
-NTK = {"rope_type": "ntk", "factor": 4.0}
+LINEAR = {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}
+YARN = {
+    "rope_type": "yarn",
+    "factor": 8.0,
+    "original_max_position_embeddings": 64,
+    "rope_theta": 10000.0,
+}
+NTK = {"rope_type": "ntk", "factor": 4.0, "rope_theta": 10000.0}
 #: Dynamic NTK as config.json writes it; L is the model's max_position_embeddings, 64.
-DYNAMIC = resolve_scaling({"rope_type": "dynamic", "factor": 4.0}, max_position_embeddings=64)
+DYNAMIC = resolve_scaling(
+    {"rope_type": "dynamic", "factor": 4.0}, 10000.0, max_position_embeddings=64
+)
 LLAMA3 = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -182,6 +189,7 @@ def hf_yarn_rotate(original):
 def test_a_hugging_face_yarn_rotation_with_a_short_original_length_passes(original, head_dim):
     """The toy models' lengths: the ramp's start is clamped to pair 0, as the reference does."""
     scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": original}
+    scaling["rope_theta"] = 10000.0
     check_rope(hf_yarn_rotate(original), head_dim=head_dim, layout="half", scaling=scaling)
     # and the unclamped variant is told apart, naming the reference it was compared with
     unclamped = {**scaling, "clamp_ramp": False}
@@ -396,6 +404,22 @@ class BufferRotary(nn.Module):
         return x * emb.cos().to(x.dtype) + rotate_half(x) * emb.sin().to(x.dtype)
 
 
+class FreqsCisRotary(nn.Module):
+    """Meta's Llama code as a module: a complex freqs_cis buffer, which module.to(bfloat16)
+    makes real (its cosines), dropping the sines."""
+
+    def __init__(self, head_dim: int, max_len: int = 16384) -> None:
+        super().__init__()
+        angles = torch.outer(torch.arange(max_len).float(), inv_freq(head_dim))
+        freqs_cis = torch.polar(torch.ones_like(angles), angles)
+        self.register_buffer("freqs_cis", freqs_cis, persistent=False)
+
+    def forward(self, x, offset=0):
+        pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        turned = pairs * self.freqs_cis[offset : offset + x.shape[-2]]
+        return torch.view_as_real(turned).flatten(-2).type_as(x)
+
+
 def start_at_pair_one(x, positions):
     """theta_i = base ** (-2(i+1)/d): no pair turns by 1 rad per position."""
     d = x.shape[-1]
@@ -475,6 +499,12 @@ PLANTED = [
         "precision",
         ["a copy of the module cast with .to(torch.bfloat16)", "frequency buffer"],
     ),
+    (
+        FreqsCisRotary(16),
+        {"convention": "offset"},
+        "complex_buffer",
+        ["complex buffer 'freqs_cis' to real bfloat16", "drops the imaginary ones"],
+    ),
     (start_at_pair_one, {}, "wrong_values", ["pair 0 (channels 0, 1)"]),
     (cos_only, {}, "wrong_values", ["scales its length"]),
 ]
@@ -494,7 +524,9 @@ def test_planted_mistake_is_named(rotate, kwargs, mistake, words) -> None:
 #: Planted cases whose mistake shows in every input dtype: not those about the dtype itself
 #: (half-precision angles are right for float32 input, numpy has no bfloat16).
 EVERY_DTYPE = [
-    case for case in PLANTED if case[2] not in ("precision", "dtype") and case[0] is not as_numpy
+    case
+    for case in PLANTED
+    if case[2] not in ("precision", "dtype", "complex_buffer") and case[0] is not as_numpy
 ]
 
 
@@ -506,6 +538,10 @@ EVERY_DTYPE = [
 )
 def test_planted_mistake_is_named_in_each_dtype(rotate, kwargs, mistake, dtype) -> None:
     fails_with(mistake, rotate, **{**kwargs, "dtypes": (dtype,)})
+
+
+def test_a_complex_buffer_passes_in_float32() -> None:
+    check_rope(FreqsCisRotary(16), convention="offset", dtypes=(torch.float32, torch.float64))
 
 
 def test_every_mistake_has_a_planted_case() -> None:
@@ -605,9 +641,22 @@ def test_every_convention_is_documented() -> None:
         ({"dtypes": ()}, ValueError, ["dtypes", "at least one"]),
         ({"dtypes": (torch.int64,)}, TypeError, ["dtypes[0]", "torch.int64"]),
         ({"dtypes": (torch.float32, "float64")}, TypeError, ["dtypes[1]", "'float64'"]),
-        ({"scaling": {"rope_type": "linear"}}, ValueError, ["'factor'"]),
-        ({"scaling": {"rope_type": "linear", "factor": 2.0, "f": 1}}, ValueError, ["'f'"]),
-        ({"scaling": {"rope_type": "ntk", "factor": 2.0}, "head_dim": 2}, ValueError, ["head_dim"]),
+        ({"scaling": {"rope_type": "linear"}, "base": 1e4}, ValueError, ["'factor'"]),
+        (
+            {"scaling": {"rope_type": "linear", "factor": 2.0, "f": 1}, "base": 1e4},
+            ValueError,
+            ["'f'"],
+        ),
+        (
+            {"scaling": {"rope_type": "ntk", "factor": 2.0}, "head_dim": 2, "base": 1e4},
+            ValueError,
+            ["head_dim"],
+        ),
+        (
+            {"scaling": {"rope_type": "linear", "factor": 2.0}},
+            ValueError,
+            ["scaling", "'rope_theta'", "base is None"],
+        ),
         ({"scaling": [("rope_type", "linear")]}, TypeError, ["scaling", "list"]),
     ],
 )

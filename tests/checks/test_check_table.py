@@ -319,6 +319,29 @@ def test_bfloat16_angles_are_precision_not_wrong_values() -> None:
         assert "bfloat16" in str(error)
 
 
+def _angles_rounded_to(dtype, n, d):
+    """float64 frequencies, the product pos * omega_i rounded to ``dtype``, float32 sin and cos."""
+    omega = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = (torch.arange(n, dtype=torch.float64)[:, None].to(dtype) * omega.to(dtype)).float()
+    table = torch.zeros(n, d)
+    table[:, 0::2], table[:, 1::2] = angles.sin(), angles.cos()
+    return table
+
+
+@pytest.mark.parametrize("num_positions", [300, 1000, 2000])
+@pytest.mark.parametrize("d_model", [16, 64])
+def test_the_precision_the_angles_were_formed_in_is_named(num_positions, d_model) -> None:
+    """bfloat16 angles are named bfloat16, not float16 (read back from the table: bfloat16
+    numbers), and float16 ones float16."""
+    for dtype, name, other in (
+        (torch.bfloat16, "bfloat16", "in float16"),
+        (torch.float16, "float16", "bfloat16"),
+    ):
+        error = fails_with("precision", _angles_rounded_to(dtype, num_positions, d_model))
+        assert f"computing in {name} (machine epsilon" in str(error)
+        assert other not in str(error)
+
+
 def test_a_wrong_entry_under_half_precision_noise_is_not_precision() -> None:
     """A single wrong entry moves its (sin, cos) pair off the unit circle."""
     table = bfloat16_angles_table(64, 16)

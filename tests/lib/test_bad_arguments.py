@@ -43,6 +43,7 @@ from pe_lib.plotting import (
     plot_wavelengths,
 )
 from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
+from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
 from pe_lib.toy import ShiftedCopyModel, evaluate, shifted_copy_batch, train
 from pe_lib.widgets import draw_frequency_view, parse_dims
 
@@ -439,6 +440,132 @@ ROPE = [
         r"offset must be an int, got 1\.5",
     ),
 ]
+#: The edges of real configs (issue 27): each of these was accepted, or failed with a message
+#: naming another argument or no argument at all.
+_LINEAR = {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}
+_DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
+_LONGROPE_L1 = {
+    "rope_type": "longrope",
+    "factor": 4.0,
+    "short_factor": [1.0] * 4,
+    "long_factor": [2.0] * 4,
+    "original_max_position_embeddings": 1,
+    "rope_theta": 10000.0,
+}
+#: Llama 4's or SmolLM3's rope_parameters: one layer type without RoPE.
+_NOPE_LAYERS = {"full_attention": _LINEAR, "no_rope": None}
+_GIVE_LENGTH = (
+    r"scaling=pe_lib\.rope_scaling\.resolve_scaling\(entry, max_position_embeddings=\.\.\.\)"
+)
+
+
+def _meta(*shape: int) -> torch.Tensor:
+    return torch.empty(*shape, device="meta")
+
+
+def _check_rope_with_dynamic() -> None:
+    from pe_lib.checks import check_rope
+
+    check_rope(lambda x, positions: x, head_dim=8, scaling=_DYNAMIC)
+
+
+EDGES = [
+    (
+        lambda: apply_rope(torch.randn(5, 8), seq_len="abc"),
+        TypeError,
+        r"seq_len must be an int, got 'abc'",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), seq_len=-5),
+        ValueError,
+        r"seq_len must be a positive int.*-5",
+    ),
+    (
+        lambda: apply_rope(torch.randn(5, 8), scaling=_LINEAR, seq_len=1),
+        ValueError,
+        r"seq_len must be at least the last position \+ 1 = 5.*seq_len=1",
+    ),
+    (
+        lambda: rope_angles(torch.arange(5), 8, seq_len=3),
+        ValueError,
+        r"seq_len must be at least the last position \+ 1 = 5.*seq_len=3",
+    ),
+    (
+        lambda: apply_rope(
+            torch.randn(2, 8), torch.tensor([0.0, 511.5], dtype=torch.float64), seq_len=512
+        ),
+        ValueError,
+        r"seq_len must be at least the last position \+ 1 = 512\.5.*seq_len=512",
+    ),
+    (
+        lambda: apply_rope(torch.randn(3, 0)),
+        ValueError,
+        r"x must have an even head_dim \(last dimension\) of at least 2.*head_dim=0",
+    ),
+    (
+        lambda: RotaryEmbedding(8, base=1e4, scaling=_LONGROPE_L1),
+        ValueError,
+        r"scaling\['original_max_position_embeddings'\] must be at least 2 .*'longrope'.*got 1",
+    ),
+    (
+        lambda: apply_rope(
+            _meta(4, 8),
+            _meta(4).long(),
+            scaling=resolve_scaling(_DYNAMIC, max_position_embeddings=2),
+        ),
+        ValueError,
+        r"apply_rope on the meta device needs seq_len=",
+    ),
+    (
+        lambda: apply_rope(torch.randn(4, 8), out=torch.empty(1, 8).expand(4, 8)),
+        ValueError,
+        r"out must not hold two elements in one memory location.*\(4, 8\).*\(0, 1\)",
+    ),
+    (
+        lambda: apply_rope(torch.randn(4, 8), scaling=_DYNAMIC),
+        ValueError,
+        r"'dynamic' needs the model's max_position_embeddings.*" + _GIVE_LENGTH,
+    ),
+    (
+        lambda: RotaryEmbedding(8, scaling=_DYNAMIC),
+        ValueError,
+        r"'dynamic' needs the model's max_position_embeddings.*" + _GIVE_LENGTH,
+    ),
+    (
+        lambda: rope_angles(torch.arange(4), 8, scaling=_DYNAMIC),
+        ValueError,
+        r"'dynamic' needs the model's max_position_embeddings.*" + _GIVE_LENGTH,
+    ),
+    (
+        _check_rope_with_dynamic,
+        ValueError,
+        r"'dynamic' needs the model's max_position_embeddings.*" + _GIVE_LENGTH,
+    ),
+    (
+        lambda: apply_rope(torch.randn(4, 8), scaling=_NOPE_LAYERS),
+        ValueError,
+        r"scaling holds one entry per layer type \('full_attention', 'no_rope'\).*layer_type=",
+    ),
+    (
+        lambda: rope_frequencies(8, scaling=_NOPE_LAYERS, layer_type="no_rope"),
+        ValueError,
+        r"layer_type='no_rope' has no rotary embedding.*None.*'full_attention'",
+    ),
+    (
+        lambda: rope_frequencies(
+            128,
+            scaling={
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192,
+            },
+        ),
+        ValueError,
+        r"scaling \(rope_type 'llama3'\) has no 'rope_theta' and base is None.*base=",
+    ),
+]
 #: ALiBi's arguments.
 ALIBI = [
     (lambda: alibi_slopes(0), ValueError, r"num_heads must be a positive int.*got 0"),
@@ -458,7 +585,7 @@ ALIBI = [
 ]
 
 
-@pytest.mark.parametrize(("call", "error", "match"), [*HUGE, *ROPE, *ALIBI])
+@pytest.mark.parametrize(("call", "error", "match"), [*HUGE, *ROPE, *EDGES, *ALIBI])
 def test_errors_name_the_argument_and_the_value(call, error, match):
     with pytest.raises(error, match=match):
         call()

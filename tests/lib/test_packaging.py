@@ -55,3 +55,45 @@ def test_installs_from_a_git_url(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert (target / "pe_lib" / "__init__.py").is_file()
     assert (target / "pe_lib" / "py.typed").is_file()
+
+
+# torch is imported first: its import records stack traces (torch.cuda's queued calls), which read
+# the source lines of whatever imports it; that is torch's doing, not pe_lib's.
+_COUNT_SOURCE_OPENS = """
+import builtins, io, pathlib, sys
+import numpy, torch
+package = pathlib.Path(sys.argv[1]).resolve()
+opened = []
+real_open = io.open
+
+
+def counting_open(file, *args, **kwargs):
+    path = pathlib.Path(str(file)) if isinstance(file, (str, pathlib.Path)) else None
+    if path is not None and path.suffix == ".py" and package in path.resolve().parents:
+        opened.append(path.name)
+    return real_open(file, *args, **kwargs)
+
+
+builtins.open = io.open = counting_open
+import pe_lib
+
+at_import = len(opened)
+doc = pe_lib.__doc__
+print(at_import, len(opened), "rope " in doc and "{package_map}" not in doc)
+"""
+
+
+def test_import_opens_no_source_file_and_help_shows_the_map() -> None:
+    """The package map is read from the sources when the docstring is asked for, not at import
+    (the import system reads compiled files through io.open_code, which is not counted)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _COUNT_SOURCE_OPENS, str(ROOT / "pe_lib")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    at_import, after_doc, has_map = result.stdout.split()
+    assert at_import == "0"
+    assert int(after_doc) > 10 and has_map == "True"  # the counter sees the map being read
+    assert "    rope " in (pe_lib.__doc__ or "")

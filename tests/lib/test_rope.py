@@ -387,7 +387,12 @@ def test_compiles_in_one_graph(layout):
     rotary = RotaryEmbedding(
         16,
         layout=layout,
-        scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8},
+        scaling={
+            "rope_type": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 8,
+            "rope_theta": 10000.0,
+        },
     )
     compiled = torch.compile(rotary, fullgraph=True, backend="aot_eager")
     for seq_len, offset in ((5, 0), (7, 3)):

@@ -14,7 +14,7 @@ from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles, rotate
 LAYOUTS = ("interleaved", "half")
 # Dynamic NTK as a model runs it: its entry, and the model's max_position_embeddings (8).
 DYNAMIC = rope_scaling.resolve_scaling(
-    {"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=8
+    {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}, max_position_embeddings=8
 )
 TRACE_IS_DEPRECATED = pytest.mark.filterwarnings(
     r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning"
@@ -101,7 +101,7 @@ def _quarter(head_dim, base, params, seq_len):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_partial_rotation_through_a_registered_scaling(layout, registered):
     registered("quarter", rope_scaling.RopeScaling(_quarter))
-    scaling = {"rope_type": "quarter"}
+    scaling = {"rope_type": "quarter", "rope_theta": 10000.0}
     x = torch.randn(2, 6, 16)
     angles = rope_angles(torch.arange(6), 4)  # what the scaling gives: 2 pairs
     expected = partial_reference(x[1].double().numpy(), angles.numpy(), layout)
@@ -164,6 +164,28 @@ def test_bad_out_is_refused(make, error, match):
         apply_rope(x, out=make(x))
 
 
+def test_out_may_be_a_view_of_the_storage_that_holds_x_elsewhere():
+    """Disjoint views of one storage share no memory: the rotation is written, x is kept."""
+    storage = torch.randn(2, 3, 5, 8)
+    x, buf = storage[0], storage[1]
+    kept = x.clone()
+    for layout in ("interleaved", "half"):
+        got = apply_rope(x, layout=layout, out=buf)
+        assert got is buf
+        torch.testing.assert_close(buf, apply_rope(kept, layout=layout), rtol=0, atol=0)
+        assert torch.equal(x, kept)
+    # overlapping views are still refused
+    with pytest.raises(ValueError, match=r"out must not share memory"):
+        apply_rope(storage[0, 1:], out=storage[0, :-1])
+
+
+def test_a_self_overlapping_out_is_refused_before_torch_sees_it():
+    x = torch.randn(4, 8)
+    for buf in (torch.empty(1, 8).expand(4, 8), torch.empty(14).as_strided((4, 8), (2, 1))):
+        with pytest.raises(ValueError, match=r"out must not hold two elements in one memory"):
+            apply_rope(x, out=buf)
+
+
 def test_gradients_through_out_are_refused():
     x = torch.randn(3, 5, 8, requires_grad=True)
     with pytest.raises(ValueError, match=r"out= does not support automatic differentiation"):
@@ -187,8 +209,8 @@ def test_cached_tables_give_what_fresh_tables_give():
         {},
         {"base": 500.0},
         {"layout": "half"},
-        {"scaling": {"rope_type": "linear", "factor": 2.0}},
-        {"scaling": {"rope_type": "linear", "factor": 4.0}},
+        {"scaling": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}},
+        {"scaling": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1e4}},
         {"scaling": DYNAMIC, "seq_len": 9},
         {"scaling": DYNAMIC, "seq_len": 12},
     ]
@@ -259,7 +281,8 @@ def _grows(head_dim, base, params, seq_len):
 
 
 @pytest.mark.parametrize(
-    "scaling", [DYNAMIC, {"rope_type": "grows", "original_max_position_embeddings": 8}]
+    "scaling",
+    [DYNAMIC, {"rope_type": "grows", "original_max_position_embeddings": 8, "rope_theta": 1e4}],
 )
 def test_cache_pitfall_is_detected_for_every_length_dependent_scaling(scaling, registered):
     registered(
@@ -332,6 +355,19 @@ def test_meta_tensors_give_shapes_also_under_autocast():
     assert (q.shape, k.shape, q.device.type) == (x.shape, x[:, :1].shape, "meta")
 
 
+def test_meta_positions_give_shapes_and_length_scalings_need_seq_len():
+    x = torch.empty(2, 5, 16, device="meta")
+    positions = torch.empty(5, device="meta", dtype=torch.int64)
+    out = apply_rope(x, positions)
+    assert (out.shape, out.device.type) == (x.shape, "meta")
+    angles = rope_angles(positions, 16, scaling=DYNAMIC, seq_len=5)
+    assert (angles.shape, angles.device.type) == ((5, 8), "meta")
+    out = apply_rope(x, positions, scaling=DYNAMIC, seq_len=9)
+    assert (out.shape, out.device.type) == (x.shape, "meta")
+    with pytest.raises(ValueError, match=r"apply_rope on the meta device needs seq_len="):
+        apply_rope(x, positions, scaling=DYNAMIC)
+
+
 def test_a_real_partial_entry_rotates_only_its_share():
     """GPT-NeoX-style partial_rotary_factor 0.25: the first 16 of 64 channels turn, the rest
     pass through, in the function and the module alike."""
@@ -351,6 +387,7 @@ def test_longrope_switch_is_caught_when_decoding_with_a_cache():
         "short_factor": [1.0] * 32,
         "long_factor": [4.0] * 32,
         "original_max_position_embeddings": 16,
+        "rope_theta": 10000.0,
     }
     rotary = RotaryEmbedding(
         64, scaling=rope_scaling.resolve_scaling(entry, max_position_embeddings=64), max_len=64

@@ -25,6 +25,8 @@ transformers = pytest.importorskip("transformers")
 from rope_entries import DEEPSEEK_V3_YARN, GPT_OSS_YARN, LLAMA31, QWEN25_YARN  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
+from pe_lib import rope_scaling  # noqa: E402
+from pe_lib.rope import apply_rope  # noqa: E402
 from pe_lib.rope_scaling import ROPE_SCALINGS, rope_frequencies  # noqa: E402
 
 #: float32 rounding of transformers' computation, relative.
@@ -353,6 +355,11 @@ def hf_frequencies(
     return inv_freq, float(factor)
 
 
+def _base(entry: dict, layer_type: str | None) -> float | None:
+    """``base=`` for pe_lib: hf_config's 10000 where the entry holds no rope_theta."""
+    return None if "rope_theta" in _flat(entry, layer_type) else 10000.0
+
+
 def _lengths(entry: dict, layer_type: str | None, max_len: int) -> list[int | None]:
     """The current lengths to compare at: around the original length where it matters."""
     flat = _flat(entry, layer_type)
@@ -385,6 +392,7 @@ def test_frequencies_and_attention_factor_match_transformers(
     theirs, their_factor = hf_frequencies(entry, head_dim, max_len, layer_type, seq_len)
     ours, our_factor = rope_frequencies(
         head_dim,
+        base=_base(entry, layer_type),
         scaling=copy.deepcopy(entry),
         seq_len=seq_len if seq_len is not None else max_len,
         max_position_embeddings=max_len,
@@ -421,12 +429,89 @@ def test_the_edges_differ_from_the_naive_formulas():
     """The edge rows are edges: each is where an implementation that skips the clamp, reads
     mscale alone, or treats truncate null as true, gives other numbers than the reference."""
     short = _entry("yarn-L32")
-    clamped, _ = rope_frequencies(8, scaling=short)
-    unclamped, _ = rope_frequencies(8, scaling={**short, "clamp_ramp": False})
+    clamped, _ = rope_frequencies(8, base=1e4, scaling=short)
+    unclamped, _ = rope_frequencies(8, base=1e4, scaling={**short, "clamp_ramp": False})
     assert relative_difference(unclamped, clamped) > 0.1
-    _, alone = rope_frequencies(64, scaling=_entry("yarn-mscale-alone"))
+    _, alone = rope_frequencies(64, base=1e4, scaling=_entry("yarn-mscale-alone"))
     assert not math.isclose(alone, (0.1 * 0.707 * math.log(40) + 1))
     null_entry = _entry("yarn-truncate-null")
     null, _ = rope_frequencies(64, scaling=null_entry)
     true, _ = rope_frequencies(64, scaling={**null_entry, "truncate": True})
     assert relative_difference(null, true) > 0.1
+
+
+# --- where pe_lib and transformers' modules part, on purpose or by state ---------------------
+
+
+def _llama_rotary(entry: dict, head_dim: int, max_position_embeddings: int):
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    config = transformers.LlamaConfig(
+        head_dim=head_dim,
+        hidden_size=head_dim * 4,
+        num_attention_heads=4,
+        max_position_embeddings=max_position_embeddings,
+        rope_parameters=copy.deepcopy(entry),
+    )
+    return LlamaRotaryEmbedding(config)
+
+
+def test_per_layer_yarn_reads_the_layers_own_truncate():
+    """transformers 5.23 reads ``truncate`` from the top level of ``rope_parameters``, which a
+    per-layer dict does not hold, so it truncates whatever the layer says; pe_lib follows the
+    layer's entry (the module docstring of pe_lib.rope_scaling says so)."""
+    layer = {**GPT_OSS_YARN, "rope_theta": 150000.0}  # truncate: false
+    per_layer = {"full_attention": layer, "sliding_attention": {"rope_type": "default"}}
+    per_layer["sliding_attention"]["rope_theta"] = 10000.0
+    config = transformers.Gemma3TextConfig(
+        head_dim=64,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=131072,
+        rope_parameters=copy.deepcopy(per_layer),
+    )
+    theirs, _ = ROPE_INIT_FUNCTIONS["yarn"](config, None, layer_type="full_attention")
+    ours, _ = rope_frequencies(64, scaling=per_layer, layer_type="full_attention")
+    as_one_entry, _ = hf_frequencies(layer, 64, 131072, None, None)  # reads truncate: false
+    truncated, _ = rope_frequencies(64, scaling={**layer, "truncate": True})
+    assert relative_difference(ours, as_one_entry) < RTOL
+    assert relative_difference(truncated, theirs) < RTOL  # what transformers does per layer
+    assert relative_difference(ours, theirs) > 0.4  # the difference, named
+    assert 'config.rope_parameters.get("truncate", True)' in (rope_scaling.__doc__ or "")
+
+
+def test_transformers_dynamic_ntk_keeps_the_longest_lengths_frequencies():
+    """Hugging Face's dynamic NTK module keeps state: after 5,000 positions, a call with 3,000
+    keeps the 5,000-length frequencies. pe_lib's are those of the current length, as a fresh
+    module's (the module docstring of pe_lib.rope_scaling says so)."""
+    entry = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
+    used = _llama_rotary(entry, 64, 2048)
+    x = torch.zeros(1, 1, 64)
+    used(x, torch.arange(5000)[None])
+    used(x, torch.arange(3000)[None])
+    fresh = _llama_rotary(entry, 64, 2048)
+    fresh(x, torch.arange(3000)[None])
+    at_3000, _ = rope_frequencies(64, scaling=entry, seq_len=3000, max_position_embeddings=2048)
+    at_5000, _ = rope_frequencies(64, scaling=entry, seq_len=5000, max_position_embeddings=2048)
+    assert relative_difference(at_3000, fresh.inv_freq) < RTOL
+    assert relative_difference(at_5000, used.inv_freq) < RTOL
+    assert relative_difference(at_3000, used.inv_freq) > 0.5
+    assert "still uses the 5,000-token frequencies" in " ".join(
+        (rope_scaling.__doc__ or "").split()
+    )
+
+
+def test_fractional_positions_choose_longropes_factors_as_transformers():
+    """Positions [0, 511.5]: the length is 512.5, beyond L = 512, so the long factors."""
+    entry = _entry("longrope-factor-and-attention")  # L = 512, head_dim 32
+    rotary = _llama_rotary({**entry, "rope_theta": 10000.0}, 32, 4096)
+    positions = torch.tensor([0.0, 100.25, 511.5], dtype=torch.float64)
+    x = torch.randn(1, 1, 3, 32, dtype=torch.float64)
+    cos, sin = rotary(x, positions[None].float())
+    theirs = x * cos[:, None] + torch.cat((-x[..., 16:], x[..., :16]), dim=-1) * sin[:, None]
+    ours = apply_rope(x, positions, layout="half", scaling=entry, base=10000.0)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=2e-4)  # float32 angles up to 511.5
+    at_513 = apply_rope(x, positions, layout="half", scaling=entry, base=10000.0, seq_len=513)
+    torch.testing.assert_close(ours, at_513, rtol=0, atol=0)  # 512.5 and 513: both long

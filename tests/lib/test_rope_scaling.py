@@ -38,6 +38,7 @@ from rope_entries import DEEPSEEK_V3_YARN, GPT_OSS_YARN, LLAMA31, QWEN25_YARN
 
 from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
 from pe_lib.rope_scaling import (
+    DEFAULT_BASE,
     ROPE_SCALINGS,
     Key,
     RopeScaling,
@@ -179,7 +180,9 @@ def example(rope_type: str, head_dim: int) -> dict[str, object]:
 def scaled(rope_type: str, head_dim: int, base: float | None = None) -> ScalingConfig:
     """example() checked, with the model's max_position_embeddings MAX_POSITIONS."""
     return resolve_scaling(
-        example(rope_type, head_dim), base, max_position_embeddings=MAX_POSITIONS
+        example(rope_type, head_dim),
+        DEFAULT_BASE if base is None else base,
+        max_position_embeddings=MAX_POSITIONS,
     )
 
 
@@ -267,7 +270,27 @@ def test_rope_theta_is_the_base():
         theta, rope_frequencies(128, base=LLAMA31_THETA, scaling=LLAMA31)[0], rtol=0, atol=0
     )
     assert resolve_scaling(with_theta, LLAMA31_THETA).base == LLAMA31_THETA
-    assert resolve_scaling(None).base == 10000.0 and resolve_scaling(LLAMA31).base == 10000.0
+    assert resolve_scaling(None).base == 10000.0
+    assert resolve_scaling({"rope_type": "default"}).base == 10000.0  # plain RoPE: RoFormer's
+
+
+def test_an_entry_without_its_base_is_refused():
+    """Llama 3.1's entry as config.json writes it holds no rope_theta (500000, at the top
+    level): read with RoFormer's 10000 it would silently give other frequencies."""
+    for call in (
+        lambda: rope_frequencies(128, scaling=LLAMA31),
+        lambda: resolve_scaling(LLAMA31),
+        lambda: apply_rope(torch.randn(3, 128), scaling=LLAMA31),
+        lambda: RotaryEmbedding(128, scaling=LLAMA31),
+        lambda: rope_angles(torch.arange(3), 128, scaling=LLAMA31),
+    ):
+        with pytest.raises(
+            ValueError, match=r"scaling \(rope_type 'llama3'\) has no 'rope_theta' and base is None"
+        ):
+            call()
+    ours, _ = rope_frequencies(128, base=LLAMA31_THETA, scaling=LLAMA31)
+    default, _ = rope_frequencies(128, base=10000.0, scaling=LLAMA31)
+    assert not torch.allclose(ours, default)  # what the old default silently gave
 
 
 def test_a_checked_config_is_accepted_as_it_is():
@@ -307,11 +330,12 @@ def test_linear_scaling_is_rotation_at_position_over_factor(
         len(positions), head_dim, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)
     )
     m = torch.tensor(positions)
-    scaled = apply_rope(x, m, layout=layout, scaling={"type": "linear", "factor": factor})
+    linear = {"type": "linear", "factor": factor, "rope_theta": 10000.0}
+    scaled = apply_rope(x, m, layout=layout, scaling=linear)
     at_fraction = apply_rope(x, m.double() / factor, layout=layout)
     # float64 angles of up to 1e6 rad: absolute errors of about 1e6 * 2**-53 per angle
     torch.testing.assert_close(scaled, at_fraction, rtol=0, atol=1e-9 * x.abs().max().item())
-    angles = rope_angles(m, head_dim, scaling={"type": "linear", "factor": factor})
+    angles = rope_angles(m, head_dim, scaling=linear)
     torch.testing.assert_close(
         angles, rope_angles(m.double() / factor, head_dim), rtol=1e-15, atol=0
     )
@@ -435,6 +459,7 @@ def test_yarn_ramp_ends_outside_the_pairs(original):
     variant without the clamp, which blends pair 0 too.
     """
     scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": original}
+    scaling["rope_theta"] = 10000.0
     theta = as_numpy(rope_frequencies(16, scaling=scaling)[0])
     np.testing.assert_allclose(theta, ref_yarn(16, 10000.0, scaling)[0], rtol=1e-15, atol=0)
     assert theta[0] == 1.0
@@ -454,7 +479,7 @@ def test_scaled_rotation_against_the_complex_formula(layout, rope_type):
     scaling = example(rope_type, 16)
     if rope_type == "yarn":
         scaling["attention_factor"] = 1.7  # a visible scale
-    config = resolve_scaling(scaling, max_position_embeddings=MAX_POSITIONS)
+    config = resolve_scaling(scaling, 10000.0, max_position_embeddings=MAX_POSITIONS)
     generator = torch.Generator().manual_seed(1)
     x = torch.randn(2, 200, 16, dtype=torch.float64, generator=generator)
     positions = torch.arange(100, 300)
@@ -471,6 +496,7 @@ def test_scaled_rotation_against_the_complex_formula(layout, rope_type):
 def test_yarn_attention_factor_multiplies_logits_by_one_over_t():
     """Peng et al.: scaling q and k by sqrt(1/t) multiplies q.k by 1/t = (0.1 ln s + 1)**2."""
     scaling = {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 128}
+    scaling["rope_theta"] = 10000.0
     generator = torch.Generator().manual_seed(2)
     q, k = torch.randn(2, 50, 32, dtype=torch.float64, generator=generator)
     positions = torch.arange(50)
@@ -501,7 +527,9 @@ def test_rotary_embedding_with_scaling_equals_apply_rope(rope_type, layout, dtyp
 
 # --- dynamic NTK with a key-value cache -------------------------------------------------------
 
-DYNAMIC = resolve_scaling({"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=8)
+DYNAMIC = resolve_scaling(
+    {"rope_type": "dynamic", "factor": 2.0}, DEFAULT_BASE, max_position_embeddings=8
+)
 
 
 def test_dynamic_ntk_with_rotated_keys_cached_breaks_scores():
@@ -630,12 +658,13 @@ def test_rotary_embedding_with_one_fixed_length_decodes_dynamic_ntk_consistently
             {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 64},
             ValueError,
             r"unknown key.*'original_max_position_embeddings'.*never reads.*"
-            r"pass max_position_embeddings=",
+            r"resolve_scaling\(entry, max_position_embeddings=\.\.\.\)",
         ),
         (
             {"rope_type": "dynamic", "factor": 2.0},
             ValueError,
-            r"'dynamic' needs the model's max_position_embeddings.*pass max_position_embeddings=",
+            r"'dynamic' needs the model's max_position_embeddings.*"
+            r"scaling=pe_lib.rope_scaling.resolve_scaling\(entry, max_position_embeddings=\.\.\.\)",
         ),
         (
             {
@@ -728,9 +757,9 @@ def test_rotary_embedding_with_one_fixed_length_decodes_dynamic_ntk_consistently
 )
 def test_bad_scaling_raises_naming_the_key(scaling, error, match):
     with pytest.raises(error, match=match):
-        rope_frequencies(64, scaling=scaling)
+        rope_frequencies(64, base=10000.0, scaling=scaling)
     with pytest.raises(error, match=match):  # RotaryEmbedding checks once, at construction
-        RotaryEmbedding(64, scaling=scaling)
+        RotaryEmbedding(64, base=10000.0, scaling=scaling)
 
 
 def test_other_argument_errors():
@@ -745,7 +774,7 @@ def test_other_argument_errors():
     with pytest.raises(
         ValueError, match=r"head_dim must give at least 4 rotated channels for rope_type 'ntk'.*2"
     ):
-        rope_frequencies(2, scaling={"rope_type": "ntk", "factor": 2.0})
+        rope_frequencies(2, base=10000.0, scaling={"rope_type": "ntk", "factor": 2.0})
     with pytest.raises(ValueError, match=r"head_dim must be even.*7"):
         rope_frequencies(7)
     with pytest.raises(ValueError, match=r"base must be a finite number > 1.*0\.5"):
@@ -761,8 +790,9 @@ def test_optional_keys_may_be_null_and_ints_are_accepted():
     expected, expected_attention = ref_yarn(128, 1e6, QWEN25_YARN)
     np.testing.assert_allclose(as_numpy(theta), expected, rtol=1e-14)
     assert attention == pytest.approx(expected_attention)
-    theta_int, _ = rope_frequencies(128, scaling={**LLAMA31, "factor": 8})
-    torch.testing.assert_close(theta_int, rope_frequencies(128, scaling=LLAMA31)[0], rtol=0, atol=0)
+    theta_int, _ = rope_frequencies(128, base=5e5, scaling={**LLAMA31, "factor": 8})
+    expected, _ = rope_frequencies(128, base=5e5, scaling=LLAMA31)
+    torch.testing.assert_close(theta_int, expected, rtol=0, atol=0)
 
 
 # --- transformers 5's rope_parameters, and the registry as the extension point ----------------
@@ -786,32 +816,70 @@ def test_per_layer_type_rope_parameters_are_chosen_with_layer_type():
         rope_frequencies(128, scaling=LLAMA31, layer_type="full_attention")
 
 
+#: transformers 5 rope_parameters with a layer type without RoPE (Llama 4's and SmolLM3's NoPE
+#: layers, Cohere 2's full-attention layers): that layer type's entry is None.
+NOPE_ROPE_PARAMETERS = {
+    "sliding_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 5e4},
+    "full_attention": None,
+}
+
+
+def test_a_layer_type_without_rope_is_named_and_the_others_work():
+    theta, factor = rope_frequencies(
+        64, scaling=NOPE_ROPE_PARAMETERS, layer_type="sliding_attention"
+    )
+    alone = rope_frequencies(64, scaling=NOPE_ROPE_PARAMETERS["sliding_attention"])
+    torch.testing.assert_close(theta, alone[0], rtol=0, atol=0)
+    assert factor == alone[1] == 1.0
+    x = torch.randn(3, 64, dtype=torch.float64)
+    config = resolve_scaling(NOPE_ROPE_PARAMETERS, layer_type="sliding_attention")
+    torch.testing.assert_close(
+        apply_rope(x, scaling=config),
+        apply_rope(x, scaling=NOPE_ROPE_PARAMETERS["sliding_attention"]),
+        rtol=0,
+        atol=0,
+    )
+    with pytest.raises(ValueError, match=r"layer_type='full_attention' has no rotary embedding"):
+        resolve_scaling(NOPE_ROPE_PARAMETERS, layer_type="full_attention")
+    with pytest.raises(ValueError, match=r"one entry per layer type.*choose one with layer_type"):
+        resolve_scaling(NOPE_ROPE_PARAMETERS)
+    with pytest.raises(ValueError, match=r"must name its method"):  # no entry at all
+        resolve_scaling({"full_attention": None}, 1e4)
+
+
 def test_partial_rotary_factor_gives_the_frequencies_of_the_rotated_share():
     theta, _ = rope_frequencies(
         80, scaling={"rope_type": "default", "partial_rotary_factor": 0.25, "rope_theta": 1e4}
     )
     np.testing.assert_allclose(as_numpy(theta), rope_theta(20, 1e4), rtol=1e-15)
-    config = resolve_scaling({"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5})
+    config = resolve_scaling(
+        {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}, 10000.0
+    )
     assert config.rotary_dim(64) == 32
-    assert resolve_scaling(example("proportional", 64)).rotary_dim(64) == 64  # full width
+    assert resolve_scaling(example("proportional", 64), 1e4).rotary_dim(64) == 64  # full width
 
 
 def test_su_is_the_older_name_of_longrope():
     scaling = example("longrope", 16)
-    longrope = rope_frequencies(16, scaling=scaling, seq_len=65)
-    su = rope_frequencies(16, scaling={**scaling, "rope_type": "su"}, seq_len=65)
+    longrope = rope_frequencies(16, base=1e4, scaling=scaling, seq_len=65)
+    su = rope_frequencies(16, base=1e4, scaling={**scaling, "rope_type": "su"}, seq_len=65)
     torch.testing.assert_close(su[0], longrope[0], rtol=0, atol=0)
     assert su[1] == longrope[1]
-    assert resolve_scaling({**scaling, "rope_type": "su"}).rope_type == "longrope"
+    assert resolve_scaling({**scaling, "rope_type": "su"}, 1e4).rope_type == "longrope"
+    # both names in one entry, as converted configs write them: they agree
+    both = {**scaling, "type": "su", "rope_type": "longrope"}
+    assert resolve_scaling(both, 1e4).rope_type == "longrope"
+    with pytest.raises(ValueError, match=r"must agree.*rope_type='yarn' and type='su'"):
+        resolve_scaling({**both, "rope_type": "yarn"}, 1e4)
 
 
 def test_longrope_switches_lists_after_the_original_length():
     scaling = example("longrope", 16)
     plain = rope_theta(16, 10000.0)
     for seq_len, key in ((1, "short_factor"), (64, "short_factor"), (65, "long_factor")):
-        theta, _ = rope_frequencies(16, scaling=scaling, seq_len=seq_len)
+        theta, _ = rope_frequencies(16, base=1e4, scaling=scaling, seq_len=seq_len)
         np.testing.assert_allclose(as_numpy(theta), plain / np.array(scaling[key]), rtol=1e-15)
-    assert resolve_scaling(scaling).entry.needs_seq_len
+    assert resolve_scaling(scaling, 1e4).entry.needs_seq_len
 
 
 def test_a_scaling_registered_from_outside_is_accepted(monkeypatch):
@@ -834,10 +902,12 @@ def test_a_scaling_registered_from_outside_is_accepted(monkeypatch):
             halve_every_other, keys={"stride": Key(check_even), "gain": Key(lambda n, v: v, 1.0)}
         ),
     )
-    theta, gain = rope_frequencies(8, scaling={"rope_type": "halve_every_other", "stride": 2})
+    theta, gain = rope_frequencies(
+        8, base=10000.0, scaling={"rope_type": "halve_every_other", "stride": 2}
+    )
     np.testing.assert_allclose(as_numpy(theta), rope_theta(8, 10000.0) / [2, 1, 2, 1])
     assert gain == 1.0
     with pytest.raises(ValueError, match=r"scaling\['stride'\] must be an even int, got 3"):
-        rope_frequencies(8, scaling={"rope_type": "halve_every_other", "stride": 3})
+        rope_frequencies(8, base=1e4, scaling={"rope_type": "halve_every_other", "stride": 3})
     with pytest.raises(ValueError, match=r"missing the key 'stride'"):
-        rope_frequencies(8, scaling={"rope_type": "halve_every_other"})
+        rope_frequencies(8, base=1e4, scaling={"rope_type": "halve_every_other"})

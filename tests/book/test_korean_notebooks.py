@@ -194,6 +194,12 @@ def test_markdown_blocks_are_translated_in_place() -> None:
         "```python\nprint('code')\n```"
     )
     assert catalogue.unused() == []
+    with pytest.raises(korean_notebooks.Untranslated, match="does not know"):
+        korean_notebooks.translate_markdown(
+            "A term\n: a definition",
+            korean_notebooks.Catalogue(Path("x.po"), {"A term": "용어", "a definition": "정의"}),
+            "test",
+        )
 
 
 @pytest.mark.parametrize("name", [c.name for c in CHAPTERS])

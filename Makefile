@@ -172,10 +172,17 @@ editions-test: book
 KO := _build/ko
 KO_HTML := _build/html-ko
 I18N := _build/i18n
+# The Korean notebooks (tools/korean_notebooks.py): the chapters with the catalogues' prose, code
+# and outputs unchanged, in _build/ko/notebooks; the Korean pages' download buttons serve them
+# (copied over the English notebooks in the edition's _sources), and its launch buttons name the
+# branch `korean`, where the Pages workflow publishes them.
+KOREAN_NOTEBOOKS = $(BIN)/python tools/korean_notebooks.py $(KO)/notebooks
 ## book-ko: build the Korean edition (한국어판) into _build/html-ko (strict, like `make book`).
+## Its notebooks, in Korean with the English book's code and outputs: _build/ko/notebooks.
 book-ko: book-en
 	$(BIN)/python tools/korean_edition.py html
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS) --all --config $(KO)/_config.yml --path-output $(KO)
+	$(KOREAN_NOTEBOOKS) $(KO)/_build/html/_sources/book
 	ln -sfn ko/_build/html $(KO_HTML)
 
 # The messages of the English book, extracted without executing it (tools/korean_edition.py); the
@@ -194,7 +201,7 @@ catalogues: $(STAMP)
 ## code cells and outputs identical, pages in Korean, language switches; its pages in the browser.
 korean-test: $(STAMP) book book-ko
 	$(EXTRACT_MESSAGES)
-	$(BIN)/python -m pytest -m korean tests/book/test_korean.py
+	$(BIN)/python -m pytest -m korean tests/book/test_korean.py tests/book/test_korean_notebooks.py
 	BOOK_HTML_DIR=$(KO_HTML) $(BIN)/python -m pytest -m html tests/book/test_html.py \
 		-k "$(KOREAN_BROWSER_TESTS)"
 # What the browser checks on every Korean page: it reads offline (math, links, images, every

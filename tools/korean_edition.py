@@ -4,7 +4,8 @@ The Korean edition (``make book-ko``) is the same book, built from the same note
 translation catalogues (``locale/ko/LC_MESSAGES/*.po``), which carry the prose only: code cells and
 their outputs are the English book's by construction. This tool writes the one configuration file
 that differs, ``_build/ko/_config.yml``, from ``_config.yml`` and the few keys below, so that
-every other setting is stated once, in ``_config.yml``.
+every other setting is stated once, in ``_config.yml``. Its launch buttons name the branch
+``korean``, where the Korean notebooks (``tools/korean_notebooks.py``) are published.
 
     python tools/korean_edition.py html      # _build/ko/_config.yml for the Korean HTML
     python tools/korean_edition.py gettext   # _build/ko/_config-gettext.yml: the English book
@@ -40,6 +41,11 @@ def korean_title(title: str) -> str:
     return str(message.string)
 
 
+# The repository branch the Korean edition's launch (Binder, Colab) and source buttons name: the
+# Pages workflow pushes the Korean notebooks (tools/korean_notebooks.py) there, and `make book-ko`
+# puts them behind the download buttons.
+KOREAN_BRANCH = "korean"
+
 # The Korean edition's language switch, back to the same page of the English book one folder up
 # (the English book's own switch, to ko/, is in _config.yml).
 SWITCH_TO_ENGLISH = {
@@ -57,6 +63,7 @@ def korean(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` (the English book's) with the Korean edition's settings."""
     ko = copy.deepcopy(config)
     ko["title"] = korean_title(config["title"])
+    ko["repository"]["branch"] = KOREAN_BRANCH
     sphinx = ko["sphinx"]["config"]
     sphinx["language"] = "ko"
     sphinx["locale_dirs"] = ["locale"]

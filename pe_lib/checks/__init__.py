@@ -17,6 +17,10 @@ checker                                   what it checks
 :func:`check_alibi_bias`                  ALiBi's attention bias
 ========================================  =========================================
 
+The messages are English unless ``set_language("ko")`` asks for Korean (the Korean edition's
+notebooks do, in their first cell); ``get_language()`` says which, and the ``.mistake`` codes are
+the same in both.
+
 Each checker's ``.mistakes`` is the tuple of the codes it recognises, in the order it looks
 for them, read from the :class:`Catalogue` its module declares (the one way to read them). A new
 checker is one module of this package built on :mod:`pe_lib.checks._core`: declare its
@@ -26,7 +30,7 @@ with ``mistake.fail(...)``, call student code through ``call_student``.
 
 from __future__ import annotations
 
-from ._core import Catalogue, CheckFailed, Mistake, Note
+from ._core import LANGUAGES, Catalogue, CheckFailed, Mistake, Note, get_language, set_language
 from .alibi import check_alibi_bias, check_alibi_slopes
 from .module import check_positional_encoding_module
 from .rope import check_rope
@@ -34,6 +38,7 @@ from .shift import check_relative_shift
 from .table import check_sinusoidal_table
 
 __all__ = [
+    "LANGUAGES",
     "Catalogue",
     "CheckFailed",
     "Mistake",
@@ -44,4 +49,6 @@ __all__ = [
     "check_relative_shift",
     "check_rope",
     "check_sinusoidal_table",
+    "get_language",
+    "set_language",
 ]

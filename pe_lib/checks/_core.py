@@ -3,9 +3,12 @@ r"""What every homework checker shares.
 * :class:`~pe_lib.checks.CheckFailed`, the failure a checker raises, and
   :class:`~pe_lib.checks.Note`, a remark that does not fail;
 * :class:`~pe_lib.checks.Mistake`, one declared mistake (its code, a *what is wrong* and a
-  *how to fix it* template), and :class:`~pe_lib.checks.Catalogue`, the mistakes of one
-  checker in the order it looks for them; a checker's list of codes is read from its
-  catalogue, never kept by hand;
+  *how to fix it* template, in English and in Korean), and :class:`~pe_lib.checks.Catalogue`,
+  the mistakes of one checker in the order it looks for them; a checker's list of codes is
+  read from its catalogue, never kept by hand;
+* :func:`~pe_lib.checks.set_language` and :func:`~pe_lib.checks.get_language`, the language
+  of the messages (``"en"`` or ``"ko"``), and :func:`say`, a phrase a checker builds at
+  failure time, in both languages;
 * :func:`call_student`, calling student code so that an error in it is reported as the call
   that raised, not as a traceback from inside the checker;
 * :class:`Tolerance`, the error allowed for a sinusoid computed in a given precision;
@@ -30,6 +33,7 @@ from ..sinusoidal import angular_frequencies
 
 __all__ = [
     "ANGLE_ERROR_CAP",
+    "LANGUAGES",
     "EPS16",
     "EPS32",
     "EPS64",
@@ -48,7 +52,10 @@ __all__ = [
     "column_frequencies",
     "dtype_name",
     "fmt_base",
+    "get_language",
     "reference",
+    "say",
+    "set_language",
 ]
 
 #: The type a student's function returns, passed through by :func:`call_student`.
@@ -62,12 +69,59 @@ EPS16 = float(torch.finfo(torch.float16).eps)
 EPS_BF16 = float(torch.finfo(torch.bfloat16).eps)
 
 
+# The language of the messages -------------------------------------------------------------
+
+#: The languages a checker speaks: English and Korean (the Korean edition's notebooks choose it).
+LANGUAGES = ("en", "ko")
+#: The words the core puts between *what is wrong* and *how to fix it*, in each language.
+FIX_LABEL = {"en": "Fix:", "ko": "고치는 법:"}
+
+_language = "en"
+
+
+def set_language(language: str) -> None:
+    """Write every checker's messages in ``language`` from now on: ``"en"`` or ``"ko"``.
+
+    The Korean edition's notebooks call ``set_language("ko")`` in their first cell. A
+    :class:`~pe_lib.checks.CheckFailed`'s ``mistake`` code is the same in every language;
+    its message says what is wrong and, after ``Fix:`` (``고치는 법:``), how to fix it.
+
+    Raises:
+        TypeError: ``language`` is not a string.
+        ValueError: ``language`` is not one of ``"en"``, ``"ko"``.
+    """
+    global _language
+    if not isinstance(language, str):
+        raise TypeError(
+            f"language must be a string, one of {', '.join(map(repr, LANGUAGES))}, "
+            f"got {language!r} ({type(language).__name__})"
+        )
+    if language not in LANGUAGES:
+        raise ValueError(
+            f"language must be one of {', '.join(map(repr, LANGUAGES))}, got {language!r}"
+        )
+    _language = language
+
+
+def get_language() -> str:
+    """The language of the checkers' messages (``"en"`` unless :func:`set_language` chose)."""
+    return _language
+
+
+def say(english: str, korean: str) -> str:
+    """``english`` or ``korean``, whichever the current language is: for the parts of a
+    message a checker builds where it finds the mistake (the case it was checking, evidence,
+    hints), beside the templates its catalogue declares."""
+    return korean if _language == "ko" else english
+
+
 class CheckFailed(AssertionError):
     """A checker recognised a mistake.
 
     Attributes:
         mistake: a short code naming the mistake (one of the checker's ``.mistakes``).
-        message: the explanation, also ``str(exc)``: what is wrong, then ``Fix:`` and how.
+        message: the explanation, also ``str(exc)``: what is wrong, then ``Fix:`` and how
+            (in Korean, after :func:`~pe_lib.checks.set_language` ``("ko")``, ``고치는 법:``).
     """
 
     def __init__(self, mistake: str, message: str) -> None:
@@ -97,35 +151,65 @@ class Mistake:
     """One mistake a checker recognises, declared once.
 
     ``what`` and ``how`` are ``str.format`` templates; their fields are filled in where
-    the mistake is found. Several records may share a ``code`` (variants of one mistake).
+    the mistake is found. ``ko`` holds the same two templates in Korean, with the same fields;
+    the message is written in the language :func:`~pe_lib.checks.get_language` names (in
+    English where a mistake has no Korean, which no checker's catalogue allows). Several
+    records may share a ``code`` (variants of one mistake).
 
     Attributes:
         code: the short name students see as ``CheckFailed.mistake``.
         what: what is wrong, in plain words.
         how: how to fix it (printed after ``Fix:``).
+        ko: ``(what, how)`` in Korean (``how`` printed after ``고치는 법:``), or ``None``.
     """
 
     code: str
     what: str
     how: str
+    ko: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not self.code.isidentifier():
             raise ValueError(f"a mistake code must be an identifier, got {self.code!r}")
+        if self.ko is None:
+            return
+        if (
+            not isinstance(self.ko, tuple)
+            or len(self.ko) != 2
+            or not all(isinstance(text, str) and text.strip() for text in self.ko)
+        ):
+            raise TypeError(
+                f"ko must be a pair of non-empty strings (what, how), got {self.ko!r} "
+                f"for mistake {self.code!r}"
+            )
+        english, korean = _fields(self.what, self.how), _fields(*self.ko)
+        if english != korean:
+            raise ValueError(
+                f"the Korean texts of mistake {self.code!r} must have the English fields "
+                f"{sorted(english)}, got {sorted(korean)}"
+            )
 
     def fields(self) -> set[str]:
-        """The template fields of ``what`` and ``how``."""
-        return {
-            name
-            for template in (self.what, self.how)
-            for _, name, _, _ in string.Formatter().parse(template)
-            if name
-        }
+        """The template fields of ``what`` and ``how`` (the Korean texts have the same)."""
+        return _fields(self.what, self.how)
+
+    def texts(self, language: str | None = None) -> tuple[str, str]:
+        """The templates ``(what, how)`` in ``language`` (by default the current one)."""
+        if language is None:
+            language = _language
+        elif language not in LANGUAGES:
+            raise ValueError(
+                f"language must be one of {', '.join(map(repr, LANGUAGES))}, got {language!r}"
+            )
+        if language == "ko" and self.ko is not None:
+            return self.ko
+        return self.what, self.how
 
     def explain(self, context: str = "", evidence: str = "", /, **fields: object) -> str:
-        """``context + what``, then ``evidence``, then ``Fix: how``."""
-        what, how = self.what.format(**fields), self.how.format(**fields)
-        return f"{context}{what}{' ' + evidence if evidence else ''} Fix: {how}"
+        """``context + what``, then ``evidence``, then ``Fix: how``, in the current language."""
+        what, how = (template.format(**fields) for template in self.texts())
+        label = FIX_LABEL["ko" if self.ko is not None and _language == "ko" else "en"]
+        return f"{context}{what}{' ' + evidence if evidence else ''} {label} {how}"
 
     def fail(self, context: str = "", evidence: str = "", /, **fields: object) -> CheckFailed:
         """The :class:`~pe_lib.checks.CheckFailed` to raise (``raise mistake.fail(...) from cause``)."""
@@ -148,9 +232,12 @@ class Catalogue:
     checker: str
     _records: list[Mistake] = field(default_factory=list)
 
-    def declare(self, code: str, what: str, how: str) -> Mistake:
-        """Declare a mistake (or one more variant of a declared code) and return it."""
-        record = Mistake(code, what, how)
+    def declare(self, code: str, what: str, how: str, *, ko: tuple[str, str]) -> Mistake:
+        """Declare a mistake (or one more variant of a declared code) and return it.
+
+        ``what`` and ``how`` are the English templates, ``ko`` the same two in Korean: every
+        mistake a checker names can be explained in both languages."""
+        record = Mistake(code, what, how, ko)
         self._records.append(record)
         return record
 
@@ -170,6 +257,16 @@ class Catalogue:
         (the codes it recognises, in the order it looks for them)."""
         function.mistakes = self.codes  # type: ignore[attr-defined]
         return function
+
+
+def _fields(*templates: str) -> set[str]:
+    """The ``str.format`` fields of ``templates``."""
+    return {
+        name
+        for template in templates
+        for _, name, _, _ in string.Formatter().parse(template)
+        if name
+    }
 
 
 def call_student(mistake: Mistake, call: str, function: Callable[..., T], *args: object) -> T:
@@ -253,7 +350,15 @@ def dtype_name(dtype: object) -> str:
 
 
 class NotAnArray(Exception):
-    """:func:`as_float64` could not read a value; ``str()`` says what it was."""
+    """:func:`as_float64` could not read a value; ``str()`` says what it was, in the current
+    language (``english`` always in English, for argument errors)."""
+
+    def __init__(self, english: str, korean: str) -> None:
+        super().__init__(english, korean)
+        self.english, self.korean = english, korean
+
+    def __str__(self) -> str:
+        return say(self.english, self.korean)
 
 
 def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, str, float]:
@@ -276,7 +381,9 @@ def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, 
         elif integers and not value.is_complex() and value.dtype != torch.bool:
             eps = EPS64
         else:
-            raise NotAnArray(f"a {dtype_name(value.dtype)} tensor")
+            raise NotAnArray(
+                f"a {dtype_name(value.dtype)} tensor", f"{dtype_name(value.dtype)} 텐서"
+            )
         return value.detach().to("cpu", torch.float64), dtype_name(value.dtype), max(eps, EPS64)
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "f":
@@ -284,10 +391,12 @@ def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, 
         elif integers and value.dtype.kind in "iu":
             eps = EPS64
         else:
-            raise NotAnArray(f"a numpy array of dtype {value.dtype}")
+            raise NotAnArray(
+                f"a numpy array of dtype {value.dtype}", f"dtype이 {value.dtype}인 numpy 배열"
+            )
         values = torch.from_numpy(np.array(value, dtype=np.float64, copy=True))
         return values, str(value.dtype), max(eps, EPS64)
-    raise NotAnArray(f"a {type(value).__name__}")
+    raise NotAnArray(f"a {type(value).__name__}", f"{type(value).__name__} 객체")
 
 
 # The correct table ---------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from ._core import (
     call_student,
     dtype_name,
     reference,
+    say,
 )
 from .table import check_sinusoidal_table
 
@@ -40,11 +41,18 @@ __all__ = ["check_positional_encoding_module"]
 MISTAKES = Catalogue("check_positional_encoding_module")
 
 _FIX_ADD = "return x + PE[:seq_len] (then dropout), with PE of shape (seq_len, d_model)."
+_FIX_ADD_KO = "x + PE[:seq_len]을 반환하라(그다음 Dropout). PE의 모양은 (seq_len, d_model)이다."
 _ON_THE_FLY = (
     "when seq_len > max_len, compute the missing rows from the formula on the fly "
     "(positions = torch.arange(seq_len), angles = positions[:, None] * omega[None, :], then "
     "sin and cos), or build the table for the length you are given: the sinusoidal formula "
     "holds for every position, which is its advantage over a learned table."
+)
+_ON_THE_FLY_KO = (
+    "seq_len > max_len이면 모자란 행을 그 자리에서 공식으로 계산하거나(positions = "
+    "torch.arange(seq_len), angles = positions[:, None] * omega[None, :], 그다음 sin과 cos), "
+    "주어진 길이에 맞는 테이블을 만들어라. 사인·코사인 공식은 모든 위치에서 성립하며, 그것이 "
+    "학습형 테이블보다 나은 점이다."
 )
 
 _CONSTRUCTOR = MISTAKES.declare(
@@ -52,16 +60,28 @@ _CONSTRUCTOR = MISTAKES.declare(
     "Could not build {name}({d_model}) nor {name}(d_model={d_model}): {error}.",
     "give __init__ a first argument d_model and defaults for the others (max_len=5000, "
     "dropout=0.1), or pass an instance.",
+    ko=(
+        "{name}({d_model})로도 {name}(d_model={d_model})로도 만들 수 없었다: {error}.",
+        "__init__의 첫 인자를 d_model로 하고 나머지에는 기본값(max_len=5000, dropout=0.1)을 주거나, 인스턴스를 넘겨라.",
+    ),
 )
 _EXCEPTION = MISTAKES.declare(
     "exception",
     "{call} raised {error_type}: {error}.",
     "fix that error first (the traceback above this one shows where it happened).",
+    ko=(
+        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다).",
+    ),
 )
 _NOT_A_TENSOR = MISTAKES.declare(
     "shape",
     "module(x) returned a {kind}, not a tensor.",
     "return one tensor, x + PE, of the shape of x.",
+    ko=(
+        "module(x)가 텐서가 아니라 {kind}을(를) 반환했다.",
+        "x와 모양이 같은 텐서 하나, x + PE를 반환하라.",
+    ),
 )
 _SHAPE = MISTAKES.declare(
     "shape",
@@ -69,11 +89,19 @@ _SHAPE = MISTAKES.declare(
     "a positional encoding keeps the shape of its input.{hint}",
     "return x + PE[:seq_len], with PE[:seq_len] of shape (seq_len, d_model) broadcast over "
     "the batch.",
+    ko=(
+        "모양이 {shape} = (batch, seq_len, d_model)인 x에 대해 module(x)가 모양 {out_shape}을(를) 반환했다: 위치 인코딩은 입력의 모양을 그대로 둔다.{hint}",
+        "x + PE[:seq_len]을 반환하라. 모양이 (seq_len, d_model)인 PE[:seq_len]이 배치 차원으로 브로드캐스트된다.",
+    ),
 )
 _IN_PLACE = MISTAKES.declare(
     "in_place",
     "module(x) changed its input x in place (e.g. x += pe, or x.add_(pe)).",
     "write x = x + pe, which makes a new tensor and leaves the caller's x untouched.",
+    ko=(
+        "module(x)가 입력 x를 제자리에서(in place) 바꿨다(예: x += pe, x.add_(pe)).",
+        "x = x + pe로 써라. 새 텐서를 만들고 호출한 쪽의 x는 건드리지 않는다.",
+    ),
 )
 _DROPOUT_IN_EVAL = MISTAKES.declare(
     "dropout_in_eval",
@@ -81,6 +109,10 @@ _DROPOUT_IN_EVAL = MISTAKES.declare(
     "other randomness) is still active.",
     "use an nn.Dropout submodule, self.dropout = nn.Dropout(p), which module.eval() switches "
     "off, or pass training=self.training to F.dropout.",
+    ko=(
+        "eval 모드에서 같은 x로 module(x)를 두 번 호출했더니 출력이 달랐다: Dropout(또는 다른 무작위성)이 아직 켜져 있다.",
+        "module.eval()이 끄는 nn.Dropout 하위 모듈 self.dropout = nn.Dropout(p)를 쓰거나, F.dropout에 training=self.training을 넘겨라.",
+    ),
 )
 _TRAINABLE = MISTAKES.declare(
     "trainable_table",
@@ -88,41 +120,69 @@ _TRAINABLE = MISTAKES.declare(
     "it, but the sinusoidal encoding is fixed — it has nothing to learn.",
     "store the table with self.register_buffer('pe', pe) (not nn.Parameter), computed without "
     "requires_grad.",
+    ko=(
+        "모듈에 모양이 {shape}인 학습 가능한 {kind} {name!r}이(가) 있다: optimizer가 이것을 바꾸겠지만, 사인·코사인 인코딩은 고정되어 있어 학습할 것이 없다.",
+        "테이블을 requires_grad 없이 계산해 self.register_buffer('pe', pe)로 저장하라(nn.Parameter가 아니다).",
+    ),
 )
 _NOT_BUFFER = MISTAKES.declare(
     "not_buffer",
     "The table is a plain tensor attribute self.{name} of shape {shape}: module.to(device) "
     "and module.half() do not see it, so it stays behind on the CPU.",
     "self.register_buffer({name!r}, table) in __init__.",
+    ko=(
+        "테이블이 모양 {shape}인 평범한 텐서 속성 self.{name}이다: module.to(device)와 module.half()가 이것을 보지 못해 CPU에 남는다.",
+        "__init__에서 self.register_buffer({name!r}, table)를 호출하라.",
+    ),
 )
 _TABLE_NOT_ADDED = MISTAKES.declare(
     "table_not_added",
     "In eval mode module(x) returned x unchanged: the table is never added (was the sum "
     "assigned to a name that is not returned?).",
     _FIX_ADD,
+    ko=(
+        "eval 모드에서 module(x)가 x를 그대로 반환했다: 테이블이 한 번도 더해지지 않는다(합을 반환하지 않는 이름에 대입하지 않았는가?).",
+        _FIX_ADD_KO,
+    ),
 )
 _ONLY_TABLE = MISTAKES.declare(
     "not_added",
     "In eval mode module(x) returned the table itself, whatever x is: the token embeddings "
     "are lost.",
     _FIX_ADD,
+    ko=(
+        "eval 모드에서 module(x)가 x와 상관없이 테이블 자체를 반환했다: 토큰 임베딩이 사라진다.",
+        _FIX_ADD_KO,
+    ),
 )
 _MULTIPLIED = MISTAKES.declare(
     "not_added",
     "In eval mode module(x) is x * PE: the table multiplies the embeddings instead of being "
     "added to them (module(zeros) is all zeros).",
     _FIX_ADD,
+    ko=(
+        "eval 모드에서 module(x)가 x * PE이다: 테이블이 임베딩에 더해지지 않고 곱해진다(module(zeros)가 모두 0이다).",
+        _FIX_ADD_KO,
+    ),
 )
 _SCALED = MISTAKES.declare(
     "not_added",
     "In eval mode module(x) is {scale} * x + PE: x is scaled before the table is added.{note}",
     _FIX_ADD,
+    ko=(
+        "eval 모드에서 module(x)가 {scale} * x + PE이다: 테이블을 더하기 전에 x의 크기가 바뀐다.{note}",
+        _FIX_ADD_KO,
+    ),
 )
 _DEPENDS_ON_X = MISTAKES.declare(
     "not_added",
     "In eval mode module(x) - x depends on x, so module(x) is not x plus a table "
     "(module(zeros) gives the table).",
     _FIX_ADD,
+    ko=(
+        "eval 모드에서 module(x) - x가 x에 따라 달라지므로, module(x)는 x에 테이블을 더한 것이 아니다(module(zeros)가 테이블을 준다).",
+        _FIX_ADD_KO,
+    ),
 )
 _POSITION_AXIS = MISTAKES.declare(
     "position_axis",
@@ -131,6 +191,10 @@ _POSITION_AXIS = MISTAKES.declare(
     "are (batch, seq_len, d_model).",
     "index the table with x.size(1) and add PE[:seq_len] of shape (seq_len, d_model) (or "
     "(1, seq_len, d_model)).",
+    ko=(
+        "모듈이 배치 항목 b의 모든 토큰에 PE(b)를 더한다: PyTorch 튜토리얼의 (seq_len, batch, d_model) 배치처럼 위치를 0번 차원에서 읽는다. 여기서 입력은 (batch, seq_len, d_model)이다.",
+        "테이블을 x.size(1)로 인덱싱해 모양이 (seq_len, d_model)(또는 (1, seq_len, d_model))인 PE[:seq_len]을 더하라.",
+    ),
 )
 _ONE_POSITION = MISTAKES.declare(
     "one_position",
@@ -140,24 +204,40 @@ _ONE_POSITION = MISTAKES.declare(
     "only.",
     "slice the axis that has max_len entries: pe[:seq_len, 0] for a (max_len, 1, d_model) "
     "buffer, pe[0, :seq_len] for (1, max_len, d_model), pe[:seq_len] for (max_len, d_model).",
+    ko=(
+        "모듈이 모든 토큰에 위치 0의 행 PE(0)을 더한다: 테이블에서 자르는 축이 위치 축이 아니다. PyTorch 튜토리얼처럼 모양이 (max_len, 1, d_model)인 버퍼를 (1, max_len, d_model)인 것처럼 자르면(pe[0, :seq_len]) 0번 행만 나온다.",
+        "max_len개 항목이 있는 축을 잘라라: (max_len, 1, d_model) 버퍼는 pe[:seq_len, 0], (1, max_len, d_model)은 pe[0, :seq_len], (max_len, d_model)은 pe[:seq_len].",
+    ),
 )
 _PER_ITEM = MISTAKES.declare(
     "wrong_table",
     "The module adds different tables to different batch items; every sequence should get "
     "the same PE[:seq_len].",
     _FIX_ADD,
+    ko=(
+        "모듈이 배치 항목마다 다른 테이블을 더한다. 모든 시퀀스는 같은 PE[:seq_len]을 받아야 한다.",
+        _FIX_ADD_KO,
+    ),
 )
 _WRONG_TABLE = MISTAKES.declare(
     "wrong_table",
     "The module adds a table to x, but not the sinusoidal one. Checking that table "
     "(module(zeros)[0]) found {inner!r}: {message}",
     "see the fix above.",
+    ko=(
+        "모듈이 x에 테이블을 더하지만, 사인·코사인 테이블이 아니다. 그 테이블(module(zeros)[0])을 검사한 결과는 {inner!r}이다: {message}",
+        "위의 고치는 법을 보라.",
+    ),
 )
 _NEARLY = MISTAKES.declare(
     "wrong_table",
     "The module adds a table to x that is close to, but not within float32 rounding of, the "
     "sinusoidal one.",
     _FIX_ADD,
+    ko=(
+        "모듈이 x에 더하는 테이블이 사인·코사인 테이블에 가깝지만 float32 반올림 범위 안에 있지는 않다.",
+        _FIX_ADD_KO,
+    ),
 )
 _SHORT_RAISED = MISTAKES.declare(
     "short_table",
@@ -165,6 +245,10 @@ _SHORT_RAISED = MISTAKES.declare(
     "{error_type}: {error}.",
     "build the table with max_len rows, positions 0 .. max_len - 1 "
     "(torch.arange(max_len)), so that every seq_len <= max_len works.",
+    ko=(
+        "module(x)가 만들 때 준비한 seq_len={seq_len}({prepared})에서 {error_type}으로 실패했다: {error}.",
+        "테이블을 max_len개 행, 위치 0 .. max_len - 1(torch.arange(max_len))로 만들어, seq_len <= max_len이면 모두 동작하게 하라.",
+    ),
 )
 _SHORT_SHAPE = MISTAKES.declare(
     "short_table",
@@ -172,6 +256,10 @@ _SHORT_SHAPE = MISTAKES.declare(
     "{out_shape} instead of {shape}.",
     "build the table with max_len rows, positions 0 .. max_len - 1 "
     "(torch.arange(max_len)), so that every seq_len <= max_len works.",
+    ko=(
+        "만들 때 준비한 seq_len={seq_len}({prepared})에서 module(x)가 모양 {shape} 대신 {out_shape}을(를) 반환했다.",
+        "테이블을 max_len개 행, 위치 0 .. max_len - 1(torch.arange(max_len))로 만들어, seq_len <= max_len이면 모두 동작하게 하라.",
+    ),
 )
 _WRONG_ROWS = MISTAKES.declare(
     "wrong_rows",
@@ -180,50 +268,86 @@ _WRONG_ROWS = MISTAKES.declare(
     "fill every row of the table from the formula, for all max_len positions: "
     "pe[:, 0::2] = sin(pos * omega), pe[:, 1::2] = cos(pos * omega) with "
     "pos = torch.arange(max_len)[:, None].",
+    ko=(
+        "seq_len={seq_len}({prepared})에서 모듈이 위치 {last_right}까지는 맞는 행을, 위치 {first_wrong}부터는 틀린 행을 더한다{zero}.",
+        "max_len개 위치 모두에 대해 테이블의 모든 행을 공식으로 채워라: pos = torch.arange(max_len)[:, None]로 pe[:, 0::2] = sin(pos * omega), pe[:, 1::2] = cos(pos * omega).",
+    ),
 )
 _NO_DROPOUT = MISTAKES.declare(
     "no_dropout_in_train",
     "The module has dropout p={p}, but in train mode module(x) = x + PE with nothing dropped.",
     "return self.dropout(x + pe) in forward.",
+    ko=(
+        "모듈의 Dropout이 p={p}인데, train 모드에서 module(x) = x + PE로 아무것도 떨어뜨리지 않는다.",
+        "forward에서 self.dropout(x + pe)를 반환하라.",
+    ),
 )
 _DROPOUT_NEVER_BUILT = MISTAKES.declare(
     "dropout_never_built",
     "{cls}.__init__ takes {argument}={p} by default, but the module holds no nn.Dropout and no "
     "attribute {names}: the dropout argument is accepted and never applied.",
     "keep it, self.dropout = nn.Dropout({argument}), and return self.dropout(x + pe) in forward.",
+    ko=(
+        "{cls}.__init__은 기본으로 {argument}={p}를 받지만, 모듈에 nn.Dropout도 속성 {names}도 없다: dropout 인자를 받기만 하고 적용하지 않는다.",
+        "self.dropout = nn.Dropout({argument})로 간직하고, forward에서 self.dropout(x + pe)를 반환하라.",
+    ),
 )
 _DROPOUT_NOT_ON_SUM = MISTAKES.declare(
     "dropout_not_on_sum",
     "In train mode (dropout p={p}), module(x) is not dropout(x + PE): the entries that are "
     "kept should be (x + PE) / (1 - p) and the rest 0.",
     "add first, then apply dropout once to the sum: return self.dropout(x + pe).",
+    ko=(
+        "train 모드(Dropout p={p})에서 module(x)가 dropout(x + PE)가 아니다: 남는 항목은 (x + PE) / (1 - p)이고 나머지는 0이어야 한다.",
+        "먼저 더하고, 그 합에 Dropout을 한 번 적용하라: return self.dropout(x + pe).",
+    ),
 )
 _BEYOND_RAISED = MISTAKES.declare(
     "fixed_length",
     "module(x) failed for seq_len={seq_len} ({prepared}) with {error_type}: {error}.",
     _ON_THE_FLY,
+    ko=(
+        "module(x)가 seq_len={seq_len}({prepared})에서 {error_type}으로 실패했다: {error}.",
+        _ON_THE_FLY_KO,
+    ),
 )
 _BEYOND_SHAPE = MISTAKES.declare(
     "fixed_length",
     "For seq_len={seq_len} ({prepared}) module(x) returned {out_shape} instead of shape {shape}.",
     _ON_THE_FLY,
+    ko=(
+        "seq_len={seq_len}({prepared})에서 module(x)가 모양 {shape} 대신 {out_shape}을(를) 반환했다.",
+        _ON_THE_FLY_KO,
+    ),
 )
 _BEYOND_WRONG = MISTAKES.declare(
     "fixed_length",
     "For seq_len={seq_len} ({prepared}) the module adds wrong values from position "
     "{first_wrong} on.",
     _ON_THE_FLY,
+    ko=(
+        "seq_len={seq_len}({prepared})에서 모듈이 위치 {first_wrong}부터 틀린 값을 더한다.",
+        _ON_THE_FLY_KO,
+    ),
 )
 _DTYPE = MISTAKES.declare(
     "dtype",
     "For x of dtype {dtype}, module(x) returned {result}: the output should keep the input's "
     "dtype (type promotion with a float32 table changes it).",
     "cast the table to x's dtype when adding it: x + self.pe[:seq_len].to(x.dtype).",
+    ko=(
+        "dtype이 {dtype}인 x에 대해 module(x)가 {result}을(를) 반환했다: 출력은 입력의 dtype을 유지해야 한다(float32 테이블과의 타입 승격이 dtype을 바꾼다).",
+        "더할 때 테이블을 x의 dtype으로 바꿔라: x + self.pe[:seq_len].to(x.dtype).",
+    ),
 )
 _DTYPE_RAISED = MISTAKES.declare(
     "dtype",
     "module(x) with x of dtype {dtype} raised {error_type}: {error}.",
     "cast the table to x's dtype when adding it: x + self.pe[:seq_len].to(x.dtype).",
+    ko=(
+        "dtype이 {dtype}인 x로 module(x)를 호출했더니 {error_type}이(가) 일어났다: {error}.",
+        "더할 때 테이블을 x의 dtype으로 바꿔라: x + self.pe[:seq_len].to(x.dtype).",
+    ),
 )
 
 _DEFAULT_CLASS_D_MODEL = 16
@@ -509,7 +633,13 @@ class _Probe:
         """``module(x)`` on a copy of ``x``, checked for type, shape and in-place changes."""
         given = x.clone()
         out = call_student(
-            _EXCEPTION, f"module(x) with x of shape {tuple(x.shape)} ({what})", self.module, given
+            _EXCEPTION,
+            say(
+                f"module(x) with x of shape {tuple(x.shape)} ({what})",
+                f"모양이 {tuple(x.shape)}인 x로 호출한 module(x)({what})",
+            ),
+            self.module,
+            given,
         )
         if not isinstance(out, torch.Tensor):
             raise _NOT_A_TENSOR.fail(kind=type(out).__name__)
@@ -517,7 +647,10 @@ class _Probe:
             raise _IN_PLACE.fail()
         if out.shape != x.shape:
             hint = (
-                " That is the shape of the table alone: add it to x."
+                say(
+                    " That is the shape of the table alone: add it to x.",
+                    " 그것은 테이블만의 모양이다: 테이블을 x에 더하라.",
+                )
                 if out.shape == x.shape[1:]
                 else ""
             )
@@ -530,8 +663,9 @@ class _Probe:
         x = torch.randn(2, seq_len, self.d_model, generator=self.generator).to(self.device)
 
         self.module.eval()
-        out = self.call(x, "eval mode")
-        if not torch.equal(out, self.call(x, "eval mode")):
+        eval_mode = say("eval mode", "eval 모드")
+        out = self.call(x, eval_mode)
+        if not torch.equal(out, self.call(x, eval_mode)):
             raise _DROPOUT_IN_EVAL.fail()
         self.check_registered()
         self.check_addition(x, out)
@@ -545,7 +679,7 @@ class _Probe:
                 cls=type(self.module).__name__,
                 argument=declared[0],
                 p=declared[1],
-                names=" or ".join(map(repr, _DROPOUT_ATTRIBUTES)),
+                names=say(" or ", " 또는 ").join(map(repr, _DROPOUT_ATTRIBUTES)),
             )
         long_len = _UNKNOWN_LEN if prepared is None else prepared + 16
         if long_len * self.d_model <= _PROBE_ENTRIES:
@@ -556,7 +690,10 @@ class _Probe:
     def check_registered(self) -> None:
         for name, tensor in [*self.module.named_parameters(), *self.module.named_buffers()]:
             if tensor.requires_grad:
-                kind = "parameter" if isinstance(tensor, nn.Parameter) else "buffer"
+                if isinstance(tensor, nn.Parameter):
+                    kind = say("parameter", "파라미터")
+                else:
+                    kind = say("buffer", "버퍼")
                 raise _TRAINABLE.fail(kind=kind, name=name, shape=tuple(tensor.shape))
         for name, value in vars(self.module).items():
             if (
@@ -578,7 +715,7 @@ class _Probe:
 
         if close(out64, x64 + table):
             return
-        out0 = self.call(torch.zeros_like(x), "eval mode").double().cpu()
+        out0 = self.call(torch.zeros_like(x), say("eval mode", "eval 모드")).double().cpu()
         if close(out64, x64):
             raise _TABLE_NOT_ADDED.fail()
         if close(out64, table.expand_as(x64)):
@@ -592,9 +729,11 @@ class _Probe:
                 root = math.sqrt(self.d_model)
                 note = ""
                 if abs(scale - root) < 1e-3 * root:
-                    note = (
+                    note = say(
                         f" That is sqrt(d_model) = {root:.4g}: the paper scales the embeddings "
-                        "in the embedding layer (section 3.4), not in the encoding."
+                        "in the embedding layer (section 3.4), not in the encoding.",
+                        f" 그것은 sqrt(d_model) = {root:.4g}이다: 논문은 임베딩의 크기를 인코딩이 "
+                        "아니라 임베딩 레이어에서 바꾼다(3.4절).",
                     )
                 raise _SCALED.fail(scale=f"{scale:.4g}", note=note)
         if not close(out64 - x64, out0):
@@ -616,9 +755,15 @@ class _Probe:
         """``module(zeros)`` of ``seq_len`` positions must be the table (see steps 6 and 8)."""
         beyond = mistakes is _BEYOND
         if self.prepared is None:
-            prepared = "longer than the article's default max_len=5000"
+            prepared = say(
+                "longer than the article's default max_len=5000",
+                "글의 기본값 max_len=5000보다 길다",
+            )
         elif beyond:
-            prepared = f"it was built for {self.prepared} positions"
+            prepared = say(
+                f"it was built for {self.prepared} positions",
+                f"모듈은 위치 {self.prepared}개에 맞춰 만들어졌다",
+            )
         else:
             prepared = f"max_len={self.prepared}"
         x = torch.zeros(1, seq_len, self.d_model, device=self.device)
@@ -639,7 +784,9 @@ class _Probe:
         wrong = ((found - table).abs() > _allowed(torch.zeros(()), angles, self.base)).any(dim=1)
         if bool(wrong.any()):
             first = int(wrong.nonzero()[0])
-            zero = " (they are zeros)" if bool((found[first:] == 0).all()) else ""
+            zero = (
+                say(" (they are zeros)", "(모두 0이다)") if bool((found[first:] == 0).all()) else ""
+            )
             raise mistakes.wrong.fail(first_wrong=first, last_right=first - 1, zero=zero, **fields)
 
     def check_train_dropout(self, seq_len: int, p: float) -> None:
@@ -649,7 +796,7 @@ class _Probe:
             return
         x = torch.randn(batch, seq_len, self.d_model, generator=self.generator).to(self.device)
         self.module.train()
-        out = self.call(x, "train mode").double().cpu()
+        out = self.call(x, say("train mode", "train 모드")).double().cpu()
         self.module.eval()
         table, angles = self.reference(seq_len)
         total = x.double().cpu() + table
@@ -667,7 +814,7 @@ class _Probe:
         for dtype in (torch.float64, torch.bfloat16):
             name = dtype_name(dtype)
             try:
-                result = self.call(x.to(dtype), f"{name} input")
+                result = self.call(x.to(dtype), say(f"{name} input", f"{name} 입력"))
             except CheckFailed as failure:
                 if self.strict or failure.mistake != "exception":
                     raise

@@ -49,6 +49,7 @@ from ._core import (
     column_frequencies,
     fmt_base,
     reference,
+    say,
 )
 
 __all__ = ["check_sinusoidal_table"]
@@ -56,12 +57,19 @@ __all__ = ["check_sinusoidal_table"]
 MISTAKES = Catalogue("check_sinusoidal_table")
 
 _SHAPE = MISTAKES.declare(
-    "shape", "The table must be 2-D, shape (num_positions, d_model), got shape {shape}.", "{hint}"
+    "shape",
+    "The table must be 2-D, shape (num_positions, d_model), got shape {shape}.",
+    "{hint}",
+    ko=(
+        "테이블은 모양이 (num_positions, d_model)인 2차원이어야 하는데, 모양이 {shape}이다.",
+        "{hint}",
+    ),
 )
 _EMPTY = MISTAKES.declare(
     "shape",
     "The table is empty (shape {shape}).",
     "it needs at least one position and one dimension.",
+    ko=("테이블이 비어 있다(모양 {shape}).", "위치가 적어도 하나, 차원이 적어도 하나 있어야 한다."),
 )
 _NOT_FINITE = MISTAKES.declare(
     "not_finite",
@@ -71,6 +79,10 @@ _NOT_FINITE = MISTAKES.declare(
     "or a 0 * inf.",
     "compute the frequencies as base ** (-2i / d_model) in float64 (or float32), then cast "
     "the finished table.",
+    ko=(
+        "테이블에 NaN이나 무한대 값이 {count}개 있고, 첫 번째는 위치 {position}, 차원 {dim}({value})이다. 사인과 코사인은 [-1, 1] 안에 있다: 0으로 나누기나 오버플로를 찾아보라. 예를 들어 float16으로 계산한 base ** (2i / d)(float16의 최댓값은 65504다)나 0 * inf.",
+        "주파수를 float64(또는 float32)에서 base ** (-2i / d_model)로 계산하고, 다 만든 테이블을 변환하라.",
+    ),
 )
 _TRANSPOSED = MISTAKES.declare(
     "transposed",
@@ -78,32 +90,56 @@ _TRANSPOSED = MISTAKES.declare(
     "shape (d_model, num_positions) = {shape}.",
     "return table.T, shape ({d_model}, {num_rows}), or build it with positions along the "
     "rows: angles = pos[:, None] * omega[None, :].",
+    ko=(
+        "테이블이 전치되었다: 차원마다 행 하나, 위치마다 열 하나로, 모양이 (d_model, num_positions) = {shape}이다.",
+        "table.T(모양 ({d_model}, {num_rows}))를 반환하거나, 위치를 행 방향에 두고 만들어라: angles = pos[:, None] * omega[None, :].",
+    ),
 )
 _SWAPPED = MISTAKES.declare(
     "swapped_sin_cos",
     "The even columns hold cosines and the odd columns sines: sin and cos are swapped.",
     "put sin(pos * omega_i) in column 2i and cos(pos * omega_i) in column 2i+1 "
     "(pe[:, 0::2] = sin, pe[:, 1::2] = cos).",
+    ko=(
+        "짝수 열에 코사인, 홀수 열에 사인이 있다: sin과 cos가 뒤바뀌었다.",
+        "열 2i에 sin(pos * omega_i), 열 2i+1에 cos(pos * omega_i)를 넣어라(pe[:, 0::2] = sin, pe[:, 1::2] = cos).",
+    ),
 )
 _INTERLEAVE = (
     "interleave them: sin(pos * omega_i) in column 2i and cos(pos * omega_i) in column 2i+1 "
     "(pe[:, 0::2] = sin, pe[:, 1::2] = cos), not torch.cat([sin, cos], dim=-1)."
 )
+_INTERLEAVE_KO = (
+    "교대로 넣어라: 열 2i에 sin(pos * omega_i), 열 2i+1에 cos(pos * omega_i) "
+    "(pe[:, 0::2] = sin, pe[:, 1::2] = cos). torch.cat([sin, cos], dim=-1)이 아니다."
+)
 _SIN_THEN_COS = MISTAKES.declare(
     "layout",
     "The table is concatenated, all sines then all cosines (sin | cos), not interleaved.",
     _INTERLEAVE,
+    ko=(
+        "테이블이 교대 배치가 아니라 사인 전부 다음에 코사인 전부를 이어 붙인 것이다(sin | cos).",
+        _INTERLEAVE_KO,
+    ),
 )
 _COS_THEN_SIN = MISTAKES.declare(
     "layout",
     "The table is concatenated, all cosines then all sines (cos | sin), not interleaved.",
     _INTERLEAVE,
+    ko=(
+        "테이블이 교대 배치가 아니라 코사인 전부 다음에 사인 전부를 이어 붙인 것이다(cos | sin).",
+        _INTERLEAVE_KO,
+    ),
 )
 _TENSOR2TENSOR = MISTAKES.declare(
     "layout",
     "The table is tensor2tensor's variant: sines then cosines concatenated, with "
     "omega_i = base ** (-i / (d_model/2 - 1)).",
     _INTERLEAVE + " And use omega_i = base ** (-2i / d_model).",
+    ko=(
+        "테이블이 tensor2tensor의 변형이다: 사인 다음에 코사인을 이어 붙였고, omega_i = base ** (-i / (d_model/2 - 1))이다.",
+        _INTERLEAVE_KO + " 그리고 omega_i = base ** (-2i / d_model)를 써라.",
+    ),
 )
 _ODD_D_MODEL = MISTAKES.declare(
     "odd_d_model",
@@ -115,10 +151,19 @@ _ODD_D_MODEL = MISTAKES.declare(
     "compute omega_i = base ** (-2i / d_model) with the odd d_model itself, for "
     "i = 0 .. ceil(d_model/2) - 1, then pe[:, 0::2] = sin(pos * omega) and "
     "pe[:, 1::2] = cos(pos * omega[: d_model // 2]).",
+    ko=(
+        "테이블을 d_model + 1 = {wide}개 열로 만들고 {d_model}개로 잘랐다: 주파수가 base ** (-2i / {d_model})가 아니라 base ** (-2i / {wide})이다. 홀수 d_model에는 여분의 열이 필요 없다: 공식이 ceil(d_model/2) = {pairs}개 주파수를 주고, 마지막 열은 마지막 주파수의 사인 sin(pos * base ** (-{last_exponent} / {d_model}))이다.",
+        "홀수 d_model 그대로 i = 0 .. ceil(d_model/2) - 1에 대해 omega_i = base ** (-2i / d_model)를 계산하고, pe[:, 0::2] = sin(pos * omega), pe[:, 1::2] = cos(pos * omega[: d_model // 2])로 채워라.",
+    ),
 )
 _FIX_EXPONENT = (
     "use omega_i = base ** (-2i / d_model) with i = 0, 1, 2, ... the pair index, the same "
     "omega_i for the sine in column 2i and the cosine in column 2i+1; in numpy: "
+    "omega = base ** (-np.arange(0, d_model, 2) / d_model)."
+)
+_FIX_EXPONENT_KO = (
+    "i = 0, 1, 2, ...를 쌍 번호로 두고 omega_i = base ** (-2i / d_model)를 써라. 열 2i의 사인과 "
+    "열 2i+1의 코사인은 같은 omega_i를 쓴다. numpy로는 "
     "omega = base ** (-np.arange(0, d_model, 2) / d_model)."
 )
 _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
@@ -130,6 +175,10 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "The frequencies are base ** (-i / d_model) with i the pair index: the exponent "
             "misses its factor 2, so the wavelengths stop at 2*pi*sqrt(base).",
             _FIX_EXPONENT,
+            ko=(
+                "주파수가 쌍 번호 i에 대한 base ** (-i / d_model)이다: 지수에 인수 2가 빠져서 파장이 2*pi*sqrt(base)에서 멈춘다.",
+                _FIX_EXPONENT_KO,
+            ),
         ),
         -1.0,
         0,
@@ -141,6 +190,10 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "Each column used its own index j in base ** (-j / d_model): the cosine in column "
             "2i+1 got base ** (-(2i+1) / d_model) instead of sharing the frequency of its sine.",
             _FIX_EXPONENT,
+            ko=(
+                "열마다 자기 번호 j로 base ** (-j / d_model)를 썼다: 열 2i+1의 코사인이 사인과 주파수를 공유하지 않고 base ** (-(2i+1) / d_model)를 받았다.",
+                _FIX_EXPONENT_KO,
+            ),
         ),
         -1.0,
         1,
@@ -152,6 +205,10 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "The frequencies are base ** (-2j / d_model) with j the column index 0 .. "
             "d_model-1: the 2 of 2i was applied to an index that already counts columns.",
             _FIX_EXPONENT,
+            ko=(
+                "주파수가 열 번호 j = 0 .. d_model-1에 대한 base ** (-2j / d_model)이다: 2i의 2를 이미 열을 세는 번호에 적용했다.",
+                _FIX_EXPONENT_KO,
+            ),
         ),
         -2.0,
         1,
@@ -163,6 +220,10 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "The frequencies are base ** (-2j / d_model) with j = 2i the column of the sine: "
             "2i already is that column, doubling it squares base.",
             _FIX_EXPONENT,
+            ko=(
+                "주파수가 j = 2i(사인의 열)에 대한 base ** (-2j / d_model)이다: 2i가 이미 그 열이므로, 두 배로 하면 base가 제곱된다.",
+                _FIX_EXPONENT_KO,
+            ),
         ),
         -4.0,
         0,
@@ -174,6 +235,10 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "The positions are multiplied by base ** (2i / d_model) instead of divided by it: "
             "the exponent has the wrong sign.",
             _FIX_EXPONENT,
+            ko=(
+                "위치를 base ** (2i / d_model)로 나누지 않고 곱했다: 지수의 부호가 틀렸다.",
+                _FIX_EXPONENT_KO,
+            ),
         ),
         2.0,
         0,
@@ -185,6 +250,10 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "The pair index i starts at 1 instead of 0 in base ** (-2i / d_model): "
             "columns 0 and 1 should have omega = 1.",
             _FIX_EXPONENT,
+            ko=(
+                "base ** (-2i / d_model)에서 쌍 번호 i가 0이 아니라 1부터 시작한다: 열 0과 1의 omega는 1이어야 한다.",
+                _FIX_EXPONENT_KO,
+            ),
         ),
         -2.0,
         0,
@@ -195,59 +264,103 @@ _FIX_DEGREES = (
     "np.sin, math.sin and torch.sin take radians: use the angle pos * omega_i as it is, "
     "without np.deg2rad, np.radians, np.degrees or math.radians."
 )
+_FIX_DEGREES_KO = (
+    "np.sin, math.sin, torch.sin은 라디안을 받는다: 각도 pos * omega_i를 np.deg2rad, "
+    "np.radians, np.degrees, math.radians 없이 그대로 써라."
+)
 _RADIANS = MISTAKES.declare(
     "degrees",
     "The angles were treated as degrees: the table is sin(radians(pos * omega_i)).",
     _FIX_DEGREES,
+    ko=("각도를 도(degree)로 다뤘다: 테이블이 sin(radians(pos * omega_i))이다.", _FIX_DEGREES_KO),
 )
 _DEGREES = MISTAKES.declare(
     "degrees",
     "The angles were converted from radians to degrees before sin and cos: the table is "
     "sin(degrees(pos * omega_i)).",
     _FIX_DEGREES,
+    ko=(
+        "sin과 cos 전에 각도를 라디안에서 도로 바꿨다: 테이블이 sin(degrees(pos * omega_i))이다.",
+        _FIX_DEGREES_KO,
+    ),
 )
 _TWO_PI = MISTAKES.declare(
     "angle_scale",
     "The angles are 2*pi * pos * omega_i: omega_i is already an angular frequency "
     "(radians per position).",
     "drop the factor 2*pi: the angle is pos * omega_i.",
+    ko=(
+        "각도가 2*pi * pos * omega_i이다: omega_i는 이미 각주파수(위치당 라디안)이다.",
+        "2*pi를 빼라: 각도는 pos * omega_i이다.",
+    ),
 )
 _OFFSET = MISTAKES.declare(
     "position_offset",
     "The rows are the positions {found}, ... instead of {wanted}, ...: every position is off "
     "by {shift}.",
     "{how}",
+    ko=(
+        "행이 위치 {wanted}, ...가 아니라 {found}, ...이다: 모든 위치가 {shift}만큼 어긋나 있다.",
+        "{how}",
+    ),
 )
 _BASE = MISTAKES.declare(
     "base",
     "The table uses base {used}, not the base {base} asked for.{note}",
     "use omega_i = {base} ** (-2i / d_model) (base={base}).",
+    ko=(
+        "테이블이 요청한 base {base}가 아니라 base {used}를 쓴다.{note}",
+        "omega_i = {base} ** (-2i / d_model)를 써라(base={base}).",
+    ),
 )
 # Parts of a diagnosis read from the fitted phases: "In your table <part>; <part>."
-_FITTED_DEGREES = MISTAKES.declare("degrees", "the angles were treated as degrees", _FIX_DEGREES)
+_FITTED_DEGREES = MISTAKES.declare(
+    "degrees",
+    "the angles were treated as degrees",
+    _FIX_DEGREES,
+    ko=("각도를 도(degree)로 다뤘다", _FIX_DEGREES_KO),
+)
 _FITTED_SCALE = MISTAKES.declare(
     "angle_scale",
     "the angles are scaled by {scale}",
     "the angle is pos * omega_i, without an extra factor.",
+    ko=("각도가 {scale}배 되어 있다", "각도는 추가 인수 없이 pos * omega_i이다."),
 )
 _FITTED_EXPONENT = MISTAKES.declare(
     "exponent",
     "the frequencies fall off as base ** ({ratio} * 2i / d_model): the exponent is off by a "
     "factor of 2",
     _FIX_EXPONENT,
+    ko=(
+        "주파수가 base ** ({ratio} * 2i / d_model)로 줄어든다: 지수가 2배만큼 어긋나 있다",
+        _FIX_EXPONENT_KO,
+    ),
 )
 _FITTED_BASE = MISTAKES.declare(
     "base",
     "the frequencies fit base = {used} instead of the base {base} asked for",
     "use omega_i = {base} ** (-2i / d_model).",
+    ko=(
+        "주파수가 요청한 base {base}가 아니라 base = {used}에 맞는다",
+        "omega_i = {base} ** (-2i / d_model)를 써라.",
+    ),
 )
-_FITTED_OFFSET = MISTAKES.declare("position_offset", "every position is off by {shift}", "{how}")
+_FITTED_OFFSET = MISTAKES.declare(
+    "position_offset",
+    "every position is off by {shift}",
+    "{how}",
+    ko=("모든 위치가 {shift}만큼 어긋나 있다", "{how}"),
+)
 _PRECISION = MISTAKES.declare(
     "precision",
     "the formula is right, but the values are off by up to {worst}, more than rounding to "
     "{dtype} explains (at most {allowed} here). {source}",
     "form the angles pos * omega_i in float64 (or float32) from integer positions, take sin "
     "and cos, and cast the table to the dtype you want once, at the end.",
+    ko=(
+        "공식은 맞지만 값이 최대 {worst}만큼 어긋나, {dtype}으로의 반올림으로 설명되는 범위(여기서는 최대 {allowed})를 넘는다. {source}",
+        "정수 위치로부터 각도 pos * omega_i를 float64(또는 float32)에서 만들고, sin과 cos를 구한 다음, 마지막에 한 번만 원하는 dtype으로 테이블을 변환하라.",
+    ),
 )
 _WRONG_VALUES = MISTAKES.declare(
     "wrong_values",
@@ -257,11 +370,18 @@ _WRONG_VALUES = MISTAKES.declare(
     "compare your table, entry by entry, with PE(pos, 2i) = sin(pos * omega_i), "
     "PE(pos, 2i+1) = cos(pos * omega_i), omega_i = base ** (-2i / d_model), for example "
     "against pe_lib.sinusoidal_table(num_positions, d_model, base=base, offset=offset).",
+    ko=(
+        "{total}개 값 가운데 {wrong}개가 틀렸고, 검사기가 아는 흔한 실수에 해당하지 않는다. 가장 큰 오차는 위치 {position}, 차원 {dim}에 있다: 기대값 {expected}, 실제값 {found}(차이 {difference}).{hints}",
+        "테이블을 성분별로 PE(pos, 2i) = sin(pos * omega_i), PE(pos, 2i+1) = cos(pos * omega_i), omega_i = base ** (-2i / d_model)와 비교하라. 예를 들어 pe_lib.sinusoidal_table(num_positions, d_model, base=base, offset=offset)와 비교하면 된다.",
+    ),
 )
 
 _CHUNK_ROWS = 4096
 _SAMPLE_ROWS = 256
-_HALF_NOTE = "The values also carry half-precision-sized errors."
+_HALF_NOTE = (
+    "The values also carry half-precision-sized errors.",
+    "값에는 반정밀도 크기의 오차도 섞여 있다.",
+)
 
 
 # Models: the correct table and the tables that mistakes produce ------------------------------
@@ -392,9 +512,10 @@ def _base_candidate(d_model: int, base: float, used: float) -> _Candidate:
     ratio = math.log(used) / math.log(base)
     note = ""
     if abs(ratio - 2.0) < 1e-9 or abs(ratio - 0.5) < 1e-9:
-        note = (
+        note = say(
             f" (The same numbers come from base {fmt_base(base)} with the exponent off by a "
-            "factor of 2; check both.)"
+            "factor of 2; check both.)",
+            f" (base {fmt_base(base)}에 지수가 2배 어긋나도 같은 수가 나온다. 둘 다 확인하라.)",
         )
     fields: dict[str, object] = {"used": fmt_base(used), "base": fmt_base(base), "note": note}
     return _Candidate(_BASE, fields, _correct(d_model, used))
@@ -406,10 +527,15 @@ def _fmt_shift(shift: float) -> str:
 
 def _offset_how(offset: int, offset_name: str) -> str:
     if offset == 0:
-        return "count positions from 0: pos = np.arange(num_positions) (row r is position r)."
-    return (
+        return say(
+            "count positions from 0: pos = np.arange(num_positions) (row r is position r).",
+            "위치를 0부터 세어라: pos = np.arange(num_positions)(행 r이 위치 r이다).",
+        )
+    return say(
         f"row r is position {offset_name} + r: pos = np.arange({offset_name}, {offset_name} + "
-        f"num_positions) with {offset_name}={offset}."
+        f"num_positions) with {offset_name}={offset}.",
+        f"행 r은 위치 {offset_name} + r이다: {offset_name}={offset}로 두고 "
+        f"pos = np.arange({offset_name}, {offset_name} + num_positions).",
     )
 
 
@@ -550,10 +676,11 @@ def _fit_candidate(
         found.append((_FITTED_OFFSET, {"shift": _fmt_shift(fit.offset), "how": how}))
     if not found:
         return None
-    what = "In your table " + "; ".join(m.what.format(**f) for m, f in found) + "."
-    hows = [m.how.format(**f) for m, f in found]
+    parts = [m.texts()[0].format(**f) for m, f in found]
+    what = say("In your table " + "; ".join(parts) + ".", "테이블에서 " + "; ".join(parts) + ".")
+    hows = [m.texts()[1].format(**f) for m, f in found]
     how = " ".join([hows[0], *(h[0].upper() + h[1:] for h in hows[1:])])
-    combined = Mistake(found[0][0].code, "{what}", "{how}")
+    combined = Mistake(found[0][0].code, "{what}", "{how}", ko=("{what}", "{how}"))
     waves = _correct(d_model, fit.base, offset=fit.offset, scale=fit.scale)
     return _Candidate(combined, {"what": what, "how": how}, waves)
 
@@ -563,10 +690,19 @@ def _fit_candidate(
 
 def _shape_hint(shape: tuple[int, ...]) -> str:
     if len(shape) == 3 and shape[0] == 1:
-        return "it has a leading batch axis of size 1: drop it with table[0] or table.squeeze(0)."
+        return say(
+            "it has a leading batch axis of size 1: drop it with table[0] or table.squeeze(0).",
+            "앞에 크기 1인 배치 축이 있다: table[0]이나 table.squeeze(0)으로 없애라.",
+        )
     if len(shape) == 1:
-        return "it is a single vector: build one row per position."
-    return "build one row per position and one column per embedding dimension."
+        return say(
+            "it is a single vector: build one row per position.",
+            "벡터 하나뿐이다: 위치마다 행 하나를 만들어라.",
+        )
+    return say(
+        "build one row per position and one column per embedding dimension.",
+        "위치마다 행 하나, 임베딩 차원마다 열 하나를 만들어라.",
+    )
 
 
 @MISTAKES.attach
@@ -652,7 +788,7 @@ def check_sinusoidal_table(
     except NotAnArray as error:
         raise TypeError(
             "table must be a numpy array or a torch tensor of a floating dtype (float16, "
-            f"bfloat16, float32, float64), got {error}; wrap a list with np.asarray(...)"
+            f"bfloat16, float32, float64), got {error.english}; wrap a list with np.asarray(...)"
         ) from None
     if values.dim() != 2:
         raise _SHAPE.fail(shape=tuple(values.shape), hint=_shape_hint(tuple(values.shape)))
@@ -690,9 +826,11 @@ def _diagnose(
     if bool((error <= allowed).all()):
         return
 
-    context = (
+    context = say(
         f"For a {dtype} table of shape {tuple(values.shape)} "
-        f"(base={fmt_base(base)}, {offset_name}={offset}): "
+        f"(base={fmt_base(base)}, {offset_name}={offset}): ",
+        f"모양이 {tuple(values.shape)}인 {dtype} 테이블"
+        f"(base={fmt_base(base)}, {offset_name}={offset}): ",
     )
     evidence = _evidence(values, expected, error, offset)
     half = tol.coarser(EPS16)  # mistakes recognised through half-precision noise
@@ -731,7 +869,7 @@ def _diagnose(
         )
     for candidate in candidates + fitted:
         if candidate.waves.matches(values, positions, half):
-            raise candidate.fail(context, f"{_HALF_NOTE} {evidence}")
+            raise candidate.fail(context, f"{say(*_HALF_NOTE)} {evidence}")
     raise _WRONG_VALUES.fail(
         context, **_wrong_values_fields(values, expected, error, allowed, offset, fits, base)
     )
@@ -760,9 +898,11 @@ def _evidence(
     values: torch.Tensor, expected: torch.Tensor, error: torch.Tensor, offset: int
 ) -> str:
     pos, dim, want, got = _largest_error(values, expected, error, offset)
-    return (
+    return say(
         f"Largest difference from the correct table: position {pos}, dimension {dim}: "
-        f"expected {want:.6f}, found {got:.6f}."
+        f"expected {want:.6f}, found {got:.6f}.",
+        f"올바른 테이블과 가장 크게 다른 곳: 위치 {pos}, 차원 {dim}: "
+        f"기대값 {want:.6f}, 실제값 {got:.6f}.",
     )
 
 
@@ -807,16 +947,24 @@ def _precision_source(
         ("float16", torch.float16, EPS16),
     ):
         if _angles_on_grid(values, angles, dtype):
-            return (
+            return say(
                 f"Errors of this size come from computing in {name} (machine epsilon "
                 f"{eps:.1e}): the angles pos * omega_i read back from the table are {name} "
-                f"numbers."
+                f"numbers.",
+                f"이 크기의 오차는 {name}(기계 엡실론 {eps:.1e})로 계산해서 생긴다: "
+                f"테이블에서 읽어 낸 각도 pos * omega_i가 {name} 수이다.",
             )
     per_eps = float((error / (1.0 + ulps * angles.abs())).max())
     for name, eps in (("float32", EPS32), ("float16", EPS16), ("bfloat16", EPS_BF16)):
         if per_eps <= eps:
-            return f"Errors of this size come from computing in {name} (machine epsilon {eps:.1e})."
-    return "Errors of this size come from forming the angles in half precision."
+            return say(
+                f"Errors of this size come from computing in {name} (machine epsilon {eps:.1e}).",
+                f"이 크기의 오차는 {name}(기계 엡실론 {eps:.1e})로 계산해서 생긴다.",
+            )
+    return say(
+        "Errors of this size come from forming the angles in half precision.",
+        "이 크기의 오차는 각도를 반정밀도로 만들어서 생긴다.",
+    )
 
 
 def _wrong_values_fields(
@@ -833,18 +981,37 @@ def _wrong_values_fields(
     hints = []
     even_wrong, odd_wrong = bool(wrong[:, 0::2].any()), bool(wrong[:, 1::2].any())
     if even_wrong and not odd_wrong:
-        hints.append("The cosine columns (odd) are right; the sine columns (even) are not.")
+        hints.append(
+            say(
+                "The cosine columns (odd) are right; the sine columns (even) are not.",
+                "코사인 열(홀수)은 맞고, 사인 열(짝수)은 틀렸다.",
+            )
+        )
     elif odd_wrong and not even_wrong:
-        hints.append("The sine columns (even) are right; the cosine columns (odd) are not.")
+        hints.append(
+            say(
+                "The sine columns (even) are right; the cosine columns (odd) are not.",
+                "사인 열(짝수)은 맞고, 코사인 열(홀수)은 틀렸다.",
+            )
+        )
     wrong_rows = wrong.any(dim=1)
     if not bool(wrong_rows[0]) and values.shape[0] > 1:
         first = int(wrong_rows.nonzero()[0])
         hints.append(
-            f"Positions up to {offset + first - 1} are right; position {offset + first} is not."
+            say(
+                f"Positions up to {offset + first - 1} are right; "
+                f"position {offset + first} is not.",
+                f"위치 {offset + first - 1}까지는 맞고, 위치 {offset + first}는 틀렸다.",
+            )
         )
     for fit in fits:
         if fit.base != base and fit.scale == 1.0:
-            hints.append(f"The frequencies look roughly like base = {fit.base:.4g}.")
+            hints.append(
+                say(
+                    f"The frequencies look roughly like base = {fit.base:.4g}.",
+                    f"주파수가 대략 base = {fit.base:.4g}처럼 보인다.",
+                )
+            )
             break
     return {
         "wrong": int(wrong.sum()),

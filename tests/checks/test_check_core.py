@@ -57,9 +57,9 @@ def test_a_mistake_says_what_is_wrong_then_how_to_fix_it() -> None:
 
 def test_a_catalogue_lists_each_code_once_in_declaration_order() -> None:
     catalogue = Catalogue("check_example")
-    first = catalogue.declare("a", "A.", "fix a.")
-    catalogue.declare("b", "B.", "fix b.")
-    catalogue.declare("a", "A again.", "fix a.")
+    first = catalogue.declare("a", "A.", "fix a.", ko=("가.", "가를 고쳐라."))
+    catalogue.declare("b", "B.", "fix b.", ko=("나.", "나를 고쳐라."))
+    catalogue.declare("a", "A again.", "fix a.", ko=("다시 가.", "가를 고쳐라."))
     assert catalogue.codes == ("a", "b")
     assert list(catalogue)[0] is first and "b" in catalogue and "c" not in catalogue
 
@@ -85,7 +85,7 @@ def test_every_checker_reads_its_mistakes_one_way() -> None:
 
 def test_attach_makes_a_catalogue_the_mistakes_of_a_new_checker() -> None:
     catalogue = Catalogue("check_example")
-    wrong = catalogue.declare("wrong", "It is wrong.", "make it right.")
+    wrong = catalogue.declare("wrong", "It is wrong.", "make it right.", ko=("틀렸다.", "고쳐라."))
 
     @catalogue.attach
     def check_example(value: int) -> None:

@@ -34,6 +34,11 @@ CODE = re.compile(r"(?<![`}])`[^`]+`")
 LINK_TARGET = re.compile(r"\]\(([^)]+)\)")
 LINK_TEXT = re.compile(r"`[^`<]*<")
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
+# A cross-reference, `{ref}`target`` or `{ref}`link text <target>``.
+XREF = re.compile(r"\{(?P<kind>ref|numref)\}`(?:[^`<]*<(?P<t1>[^`>]+)>|(?P<t2>[^`<]+))`")
+# A cross-reference to a chapter written bare renders the chapter's title, and a Korean particle
+# glued to it reads badly ("RoPE와 ALiBi의 RoPE 모델"): such a link is written `{ref}`7장 <ch-…>``.
+GLUED_CHAPTER = re.compile(r"\{ref\}`ch-[^`<]*`(?=[\uac00-\ud7a3])")
 
 
 def page(path: Path) -> str:
@@ -53,6 +58,16 @@ def whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
+def role_target(role: str) -> str:
+    """A role as it must be shared: a cross-reference by its target alone, with or without link
+    text (`{ref}`ch-x`` and `{ref}`7장 <ch-x>`` are the same link); another role without its link
+    text."""
+    ref = XREF.fullmatch(role)
+    if ref:
+        return f"{{{ref['kind']}}}`{(ref['t1'] or ref['t2']).strip()}`"
+    return LINK_TEXT.sub("`<", role)
+
+
 def shared_parts(text: str, *, quoting: bool = False) -> Counter[str]:
     """The roles, inline math, code spans and link targets of a message.
 
@@ -60,7 +75,7 @@ def shared_parts(text: str, *, quoting: bool = False) -> Counter[str]:
     code of the English translation of it; only roles and link targets must stay then.
     """
     # A role's target is shared; its link text, when it has one (`text <target>`), is prose.
-    roles = [LINK_TEXT.sub("`<", r) for r in ROLE.findall(text) if not r.startswith("{article}")]
+    roles = [role_target(r) for r in ROLE.findall(text) if not r.startswith("{article}")]
     rest = ROLE.sub(" ", text)
     parts = roles + LINK_TARGET.findall(text)
     if not quoting:
@@ -119,6 +134,25 @@ def test_translations_keep_math_code_and_roles(path: Path) -> None:
         assert not missing, f"{page(path)}: {sorted(missing)} lost in {m.string!r}"
         if m.id.startswith("\n"):  # a display-math block is shared as it is
             assert m.string == m.id, f"{page(path)}: display math changed: {m.string!r}"
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=page)
+def test_chapter_links_carry_no_glued_particle(path: Path) -> None:
+    for m in messages(path):
+        glued = GLUED_CHAPTER.findall(m.string or "")
+        assert not glued, (
+            f"{page(path)}: {glued} renders the chapter's title with a particle glued to it: "
+            f"write {{ref}}`N장 <ch-…>` in {m.string!r}"
+        )
+
+
+def test_cross_references_compared_by_target() -> None:
+    english = "See {ref}`ch-rope-alibi` and {numref}`fig-x`."
+    assert shared_parts(english) == shared_parts("{ref}`7장 <ch-rope-alibi>`과 {numref}`fig-x`")
+    assert shared_parts(english) != shared_parts("{ref}`7장 <ch-relative>`과 {numref}`fig-x`")
+    assert shared_parts(english) != shared_parts("{ref}`7장 <ch-rope-alibi>`")
+    assert GLUED_CHAPTER.search("{ref}`ch-rope-alibi`의 RoPE")
+    assert not GLUED_CHAPTER.search("{ref}`7장 <ch-rope-alibi>`의 RoPE")
 
 
 @pytest.mark.parametrize("path", CATALOGUES, ids=page)

@@ -141,6 +141,14 @@ def subset_icons(outdir: Path) -> None:
     if "var p={" not in script:  # already the subset (an incremental build)
         return
     ranges = _pack_ranges(script)
+    if set(ranges) != set(PACKS.values()):
+        # The bundle has no public interface for its icon data: its layout is read as the pinned
+        # pydata-sphinx-theme ships it (Font Awesome 6), and a new layout stops the build here.
+        raise RuntimeError(
+            f"{target}: Font Awesome's packs {sorted(PACKS.values())} not found where "
+            f"site_assets.py reads them (found {sorted(ranges)}): the theme's fontawesome.js "
+            "changed layout; update site_assets.subset_icons for it"
+        )
     icons: dict[str, dict[str, Any]] = {}
     for pack, names in _used_icons(outdir).items():
         for name in sorted(names):

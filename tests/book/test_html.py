@@ -443,6 +443,7 @@ def check_links(page, page_url: str, base_url: str) -> list[str]:
     return problems
 
 
+@pytest.mark.korean_browser
 @pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
 def test_page_reads_offline(visit, relpath: str) -> None:
     if not PAGES:
@@ -749,6 +750,7 @@ def test_book_has_explorable_figures() -> None:
     )
 
 
+@pytest.mark.korean_browser
 @pytest.mark.parametrize("relpath", sorted(PAGES_WITH_FIGURES) or ["<no figures>"])
 def test_figures_redraw_and_agree_with_pe_lib(visit, relpath: str) -> None:
     """Every control of every figure redraws it; the values drawn equal pe_lib's within 1e-6."""
@@ -831,6 +833,7 @@ WIDER_THAN = """(limit) => {
 }"""
 
 
+@pytest.mark.korean_browser
 @pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
 def test_page_fits_a_narrow_screen(visit, relpath: str) -> None:
     """At 400 px the page never scrolls sideways (code blocks scroll inside themselves)."""
@@ -906,6 +909,7 @@ def _luminance(colour: str) -> float:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
+@pytest.mark.korean_browser
 @pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
 def test_figures_readable_in_dark_mode(visit, relpath: str) -> None:
     if not PAGES:
@@ -1021,6 +1025,7 @@ HEADER_BUTTONS = f"""() => Array.from(document.querySelectorAll(
     }})"""
 
 
+@pytest.mark.korean_browser
 @pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
 def test_every_header_button_shows_its_icon(visit, width: int) -> None:
     """The sidebar toggles, the theme switch and the other buttons of the header each show one
@@ -1176,6 +1181,7 @@ def test_figures_are_sharp_on_high_dpi_screens(visit, relpath: str) -> None:
 SEARCHES = {"en": ("wavelength", "wavelength"), "ko": ("파장을", "파장")}
 
 
+@pytest.mark.korean_browser
 def test_search_shows_the_matching_text(visit) -> None:
     """Searching for a word of a chapter lists that chapter with the word in its snippet."""
     if "search.html" not in PAGES:
@@ -1224,6 +1230,7 @@ def _holds_user(page, user: str) -> bool:
     return page.evaluate("(s) => document.querySelector(s) !== null", user)
 
 
+@pytest.mark.korean_browser
 @pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
 def test_first_visit_weight(browser, base_url, relpath: str) -> None:
     """Prints each page's first-visit weight; a chapter page stays under MAX_CHAPTER_BYTES. A
@@ -1266,6 +1273,7 @@ def test_first_visit_weight(browser, base_url, relpath: str) -> None:
         assert total < MAX_CHAPTER_BYTES, f"{relpath}: {total / 1e6:.2f} MB on a first visit"
 
 
+@pytest.mark.korean_browser
 def test_no_request_failed_over_the_session() -> None:
     """Requests the browser makes on its own (favicon) get answers too; runs after the others."""
     assert not NOT_FOUND, f"paths the server could not serve: {sorted(set(NOT_FOUND))}"

@@ -22,6 +22,9 @@ HANGUL_FONT := book/_static/fonts/noto-sans-kr.css
 # both). Vega-Lite compiles the figures to Vega at build time inside the pinned vl-convert-python
 # (book/_ext/vega_charts.py): no Node.js.
 VEGA := book/_static/vega/vega.min.js book/_static/vega/vega-embed.min.js
+# Font Awesome's icons as SVG files (the release the theme bundles), from which the build writes
+# the pages' icon script (book/_ext/site_assets.py), fetched the same way.
+ICONS := book/_ext/fontawesome/VERSION
 
 .DEFAULT_GOAL := help
 .PHONY: help book book-en check test lint unit nbval other-seeds nbval-generic binder-test html-test
@@ -78,7 +81,7 @@ book: book-en book-ko
 	ln -sfn ../ko/_build/html _build/html/ko
 
 # The English edition alone, into _build/html.
-book-en: $(STAMP) weights $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
+book-en: $(STAMP) weights $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS)
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS) $(REBUILD_ALL)
 	touch $(BUILT_STAMP)
 
@@ -107,7 +110,7 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict pe_lib
 
 ## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser.
-unit: $(STAMP) weights $(VEGA)
+unit: $(STAMP) weights $(VEGA) $(ICONS)
 	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels and not editions and not korean and not other_seeds"
 
 ## nbval: every chapter re-executed and its stored outputs compared.
@@ -161,7 +164,7 @@ PRINT_STUDENT_PDF = $(BIN)/python tools/print_pdf.py $(STUDENT)/src $(STUDENT)/h
 	$(STUDENT)/pdf/book.pdf --edition "The student edition: every exercise, no solutions"
 ## student: the student edition, every exercise and no solution: _build/student/html,
 ## _build/student/pdf/book.pdf and the notebooks in _build/student/notebooks.
-student: $(STAMP) weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
+student: $(STAMP) weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS)
 	$(STUDENT_SOURCES)
 	$(STUDENT_HTML)
 	$(PRINT_STUDENT_PDF)
@@ -230,6 +233,10 @@ $(HANGUL_FONT): tools/fetch_hangul_font.py tools/npm_tarball.py
 $(VEGA): tools/fetch_vega.py tools/npm_tarball.py pe_lib/charts.py
 	$(PYTHON) tools/fetch_vega.py
 
+$(ICONS): tools/fetch_icons.py tools/npm_tarball.py
+	$(PYTHON) tools/fetch_icons.py
+
 ## clean: remove the built book, the execution cache and every file the fetch tools wrote.
 clean:
-	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts book/_static/vega
+	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts book/_static/vega \
+		book/_ext/fontawesome

@@ -1,15 +1,13 @@
 """What ``tools/print_pdf.py`` reads from an HTML build of the book before printing it: the
 documents of ``_toc.yml`` in reading order, each with its headings (level 1, the document's
-title, and level 2, its sections: anchor and plain text) and the places on it that the printed
-pages link to."""
+title, and level 2, its sections: anchor and plain text)."""
 
 from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
 
 import yaml
 
@@ -18,7 +16,6 @@ SECTION_HEADING = re.compile(
     r"<h(?P<level>[12])>(?P<html>.*?)</h(?P=level)>",
     re.S,
 )
-HREF = re.compile(r'\bhref="([^"]+)"')
 MATH = re.compile(r'<span class="math[^"]*">\\\((.*?)\\\)</span>', re.S)
 
 
@@ -33,8 +30,6 @@ class Heading:
 class Document:
     name: str  # "book/02_sinusoidal_formula"
     headings: list[Heading]
-    # Every place on the page that a link (from any printed page, the contents included) names.
-    targets: set[str] = field(default_factory=set)
 
     @property
     def url_path(self) -> str:
@@ -73,27 +68,19 @@ def toc_documents(source: Path) -> list[str]:
 
 
 def read_documents(site: Path, names: list[str]) -> list[Document]:
-    """Each document's headings, and the places on it that the printed pages link to."""
-    documents = {}
+    """Each document's headings, read from its page in ``site``."""
+    documents = []
     for name in names:
         page = site / f"{name}.html"
         if not page.is_file():
             raise FileNotFoundError(f"no {page}: build the HTML book first (make book)")
-        text = page.read_text(encoding="utf-8")
         headings = [
             Heading(int(m["level"]), m["id"], heading_text(m["html"]))
-            for m in SECTION_HEADING.finditer(text)
+            for m in SECTION_HEADING.finditer(page.read_text(encoding="utf-8"))
         ]
         if not headings or headings[0].level != 1:
             raise ValueError(
                 f"{page} has no first heading (<section id=...><h1>): nothing to print"
             )
-        documents[name] = Document(name, headings, {h.anchor for h in headings})
-    for name, document in documents.items():
-        base = f"http://book/{document.url_path}"
-        for href in HREF.findall((site / f"{name}.html").read_text(encoding="utf-8")):
-            url = urlsplit(urljoin(base, html.unescape(href)))
-            target = url.path.lstrip("/").removesuffix(".html")
-            if url.netloc == "book" and url.fragment and target in documents:
-                documents[target].targets.add(unquote(url.fragment))
-    return list(documents.values())
+        documents.append(Document(name, headings))
+    return documents

@@ -1,18 +1,18 @@
-"""Fetch Vega, Vega-Lite and vega-embed, which draw the book's kernel-free figures in the browser.
+"""Fetch Vega and vega-embed, which draw the book's kernel-free figures in the browser.
 
 The explorable figures are Vega-Lite specifications (data plus expressions, written by
 ``pe_lib.charts`` through Altair); the browser evaluates their formulas whenever a control moves.
-The three JavaScript libraries (BSD-3-Clause, the Vega project) are not kept in this repository:
+The two JavaScript libraries (BSD-3-Clause, the Vega project) are not kept in this repository:
 this script downloads each pinned release from the npm registry, checks it against the registry's
-sha512 digest, and writes its minified browser bundle and licence: Vega and vega-embed, which the
-pages load, into ``book/_static/vega/`` (Sphinx copies them into ``_build/html/_static``);
-Vega-Lite, which compiles the figures to Vega when the book is built and is never sent to a
-reader, into ``book/_ext/vega-lite/`` (read by ``book/_ext/vega_charts.py``). ``make book`` runs
-it when the files are missing.
+sha512 digest, and writes its minified browser bundle and licence into ``book/_static/vega/``
+(Sphinx copies them into ``_build/html/_static``). ``make book`` runs it when the files are
+missing. Vega-Lite, which compiles the figures to Vega, runs at build time inside the pinned
+``vl-convert-python`` (``book/_ext/vega_charts.py``) and is never sent to a reader.
 
-The releases and their digests are ``VEGA_RELEASES`` in ``pe_lib/charts.py``. Keep ``vega-lite`` at the schema version of the pinned ``altair`` in ``requirements.txt``
-(``alt.SCHEMA_VERSION``); Vega and vega-embed follow the majors that Altair names
-(``alt.VEGA_VERSION``, ``alt.VEGAEMBED_VERSION``).
+The releases and their digests are ``VEGA_RELEASES`` in ``pe_lib/charts.py``. Keep ``vega-lite``
+at the schema version of the pinned ``altair`` in ``requirements.txt`` (``alt.SCHEMA_VERSION``)
+and among the versions the pinned ``vl-convert-python`` bundles; Vega and vega-embed follow the
+majors that Altair names (``alt.VEGA_VERSION``, ``alt.VEGAEMBED_VERSION``).
 """
 
 from __future__ import annotations
@@ -41,14 +41,16 @@ def releases() -> dict[str, tuple[str, str]]:
     raise SystemExit("pe_lib/charts.py defines no VEGA_RELEASES")
 
 
-# Where each package's bundle goes: the pages' static files, or the build's own tools.
+# The packages the pages load, and where their bundles go.
 PAGES = ROOT / "book" / "_static" / "vega"
-TARGETS = {"vega": PAGES, "vega-embed": PAGES, "vega-lite": ROOT / "book" / "_ext" / "vega-lite"}
+FETCHED = ("vega", "vega-embed")
 
 
 def main() -> int:
     for package, (version, integrity) in releases().items():
-        target = TARGETS[package]
+        if package not in FETCHED:
+            continue
+        target = PAGES
         target.mkdir(parents=True, exist_ok=True)
         archive = verified_tarball(package, version, integrity)
         members = {member.name: member for member in archive.getmembers() if member.isfile()}

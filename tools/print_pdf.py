@@ -3,36 +3,36 @@
 Usage: ``python tools/print_pdf.py SOURCE_DIR SITE_DIR OUTPUT.pdf [--edition NAME]``
 
 SOURCE_DIR holds the book's ``_config.yml`` (title, author) and ``_toc.yml`` (the documents, in
-reading order); SITE_DIR is its HTML build. Every document of the table of contents is printed
-on its own from its own page, and the parts are put together with pypdf (what is read from the
-build before printing is ``tools/book_pages.py``; the assembly is ``tools/pdf_assembly.py``):
+reading order); SITE_DIR is its HTML build. The whole book is put together in one browser page and
+printed once by Chromium, tagged and with its outline (Playwright's ``page.pdf(tagged=True,
+outline=True)``), so the PDF keeps the page's structure for screen readers (what is read from the
+build before printing is ``tools/book_pages.py``; what pypdf adds after is
+``tools/pdf_assembly.py``):
 
 - the site is served from a local HTTP server and its pages opened in Debian's Chromium through
   Playwright, with every request to another host blocked, so the PDF is made offline from the
   book's own ``_static`` (MathJax, the Vega bundle, the Korean web font);
-- before a page is printed, what is drawn after it loads has been drawn: the math (MathJax's
-  start-up promise), the explorable figures (each ``div.pe-chart`` gets ``data-pe-chart-state``
-  from ``_static/pe-charts.js``) and the web fonts. A few browser tabs take the documents in
-  turn, so that the next ones load while one prints (a tab keeps its renderer from one document
-  to the next); they print in order, each numbered on from where the last one ended (the footer
-  is ``_static/print.css``'s page margin boxes; the page counter starts at the pages before it);
-- each page is prepared for paper with ``print.css`` and a few DOM changes: solutions open, each
-  explorable figure with a line naming the settings it is printed at, links into the page kept as
-  links inside the PDF, and links to the book's other pages kept for the assembly below (links to
-  pages that are not printed, such as the index, lose their link and keep their text);
-- the front matter, printed last: a title page (title, edition, author) and the contents, every
-  chapter and section with the page it starts on and a link to it, numbered in roman numerals;
-- the assembly: the parts' pages in order, every link between pages made a link to the page and
-  place in the PDF, the outline (bookmarks: one entry per chapter, one per section under it, with
-  the heading's text), and page labels that match the printed numbers.
-
-Where a heading or a link target lands is read from the part's named destinations: Chromium
-writes one for every element a link on the page points to, so each page gets an unseen link
-(``display: none``) to each of its headings and to every place another page links to.
+- each document is opened in a browser tab and what is drawn after it loads is drawn: the math
+  (MathJax's start-up promise), the explorable figures (each ``div.pe-chart`` gets
+  ``data-pe-chart-state`` from ``_static/pe-charts.js``) and the web fonts. Then it is prepared
+  for paper: solutions open, each explorable figure with a line naming the settings it is printed
+  at, every id made unique in the book (the document's prefix before it), links into the book made
+  links to those ids and links to pages that are not printed reduced to their text;
+- the first document's page becomes the book: its article holds the front matter (a title page,
+  then the contents, every chapter and section with the page it starts on and a link to it) and
+  every document's article in turn, each starting a page; it gets every stylesheet and style the
+  documents had (MathJax's, vega-embed's, the Korean web font's) and ``print.css``;
+- it is printed twice: the first print tells on which page each heading lands (the named
+  destination Chromium writes for each heading the contents link to) and how many pages the
+  front matter takes; the second prints the contents with those numbers and the footers (the
+  book's title, the page number: roman numerals in the front matter, 1, 2, ... from the first
+  chapter), and must put every heading on the same page;
+- pypdf then replaces Chromium's outline (every heading of every level) with one entry per
+  chapter and one per section under it, and adds page labels that match the printed numbers.
 
 Anything that would give a wrong or empty PDF fails with a message and exit status 1: a document
 missing from the site, a page without a first heading or (nearly) without text, a figure not
-drawn, a request that leaves the machine, a link to a place the PDF does not have.
+drawn, a request that leaves the machine, a link to a place the book does not have.
 """
 
 from __future__ import annotations
@@ -46,11 +46,13 @@ import os
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from book_pages import Document, read_documents, toc_documents
-from pdf_assembly import HEADING_ID, Part, assemble, read_part
+from pdf_assembly import OutlineEntry, destinations, finish
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -64,9 +66,13 @@ CHROMIUM_FLAGS = [
 ]
 # A page must load, and what is drawn after it loads be drawn, within this time (ms).
 DRAW_TIMEOUT_MS = 180_000
-# Browser tabs: each loads and draws its next document while another prints; a tab keeps its
-# renderer (and what it has parsed and decoded) from one document to the next.
+# Browser tabs that load and prepare the documents side by side.
 TABS = 3
+# The id a heading gets (after its document's prefix) for the contents and the outline: where
+# its section starts can be the page before it (a heading is kept with the text after it).
+HEADING_ID = "pe-print-heading-"
+# Prints until every heading lands where the contents say (the second print normally agrees).
+PRINTS = 3
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -86,49 +92,53 @@ def find_chromium() -> str:
     return path
 
 
-# Runs in each page before it prints; returns what the caller checks.
-PREPARE = r"""([printed, targets, headings, headingId]) => {
-    // Links: inside the page, to another printed page (kept whole, for the assembly), or to a
-    // page that is not printed (the link goes, its text stays).
-    for (const a of document.querySelectorAll('a[href]')) {
+def prefix(index: int) -> str:
+    """What goes before every id of the ``index``-th document in the one printed page."""
+    return f"d{index}-"
+
+
+# Runs in each document's page once it is drawn; returns its article prepared for the book.
+PREPARE = r"""([printed, own, headings, headingId]) => {
+    const article = document.querySelector('main article');
+    // Links: into the book (to the id the target has in the one printed page), or to a page that
+    // is not printed (the link goes, its text stays); other hosts' links stay as they are.
+    for (const a of article.querySelectorAll('a[href]')) {
         const url = new URL(a.href, document.baseURI);
         if (url.origin !== location.origin) continue;
-        const path = url.pathname.replace(/^\//, '');
-        if (path === location.pathname.replace(/^\//, '') && url.hash) {
-            a.setAttribute('href', url.hash);
-        } else if (printed.includes(path)) {
-            a.setAttribute('href', url.href);
+        const target = printed[url.pathname.replace(/^\//, '')];
+        if (target) {
+            const id = url.hash ? decodeURIComponent(url.hash.slice(1)) : target[1];
+            a.setAttribute('href', '#' + target[0] + id);
         } else {
             a.removeAttribute('href');
         }
     }
-    // Each heading gets an id of its own: where its section starts can be the page before it
-    // (a heading is kept with the text after it), and the contents and outline name the heading.
     for (const id of headings) {
         const heading = document.getElementById(id)?.querySelector(':scope > h1, :scope > h2');
-        if (heading) {
-            heading.id = headingId + id;
-            targets.push(heading.id);
+        if (heading) heading.id = headingId + id;
+    }
+    // Every id and every reference to one made unique in the book (Vega's SVG clip paths too).
+    const references = ['for', 'aria-labelledby', 'aria-describedby', 'aria-controls', 'aria-owns'];
+    for (const element of article.querySelectorAll('*')) {
+        if (element.id) element.id = own + element.id;
+        for (const name of references) {
+            const value = element.getAttribute(name);
+            if (value) element.setAttribute(name, value.split(/\s+/).map(v => own + v).join(' '));
+        }
+        for (const attribute of Array.from(element.attributes)) {
+            if (attribute.value.includes('url(#')) {
+                element.setAttribute(attribute.name, attribute.value.replace(/url\(#/g, 'url(#' + own));
+            }
         }
     }
-    // An unseen link to every place other pages (and the contents) link to: Chromium writes a
-    // named destination for each, which tells the assembly where it landed.
-    const anchors = document.createElement('nav');
-    anchors.style.display = 'none';
-    for (const id of targets) {
-        const a = document.createElement('a');
-        a.setAttribute('href', '#' + encodeURIComponent(id));
-        anchors.append(a);
-    }
-    document.body.append(anchors);
-    // The theme's print-only block (the page's title and contents again): the PDF has its own.
-    document.getElementById('jb-print-docs-body')?.remove();
+    // Images keep their address when the article moves to another page.
+    for (const img of article.querySelectorAll('img[src]')) img.setAttribute('src', img.src);
     // Solutions printed open.
-    document.querySelectorAll('details').forEach(d => { d.open = true; });
-    document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+    article.querySelectorAll('details').forEach(d => { d.open = true; });
+    article.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
     // Each explorable figure: the settings it is printed at.
     let notes = 0;
-    for (const figure of document.querySelectorAll('div.pe-chart')) {
+    for (const figure of article.querySelectorAll('div.pe-chart')) {
         const spec = JSON.parse(figure.nextElementSibling.textContent);
         const settings = (spec.params || []).filter(p => p.bind && p.bind.input)
             .map(p => `${(p.bind.name || p.name).trim()} = ${p.value}`);
@@ -140,8 +150,13 @@ PREPARE = r"""([printed, targets, headings, headingId]) => {
         figure.after(note);
         notes += 1;
     }
-    const article = document.querySelector('main article');
-    return {textLength: article ? article.innerText.length : 0, notes};
+    return {
+        html: article.innerHTML,
+        textLength: article.innerText.length,
+        notes,
+        styles: Array.from(document.querySelectorAll('head style'), s => s.textContent),
+        sheets: Array.from(document.querySelectorAll('link[rel="stylesheet"]'), l => l.href),
+    };
 }"""
 
 WAIT_FOR_DRAWING = r"""async () => {
@@ -159,72 +174,152 @@ WAIT_FOR_DRAWING = r"""async () => {
     return figures.filter(f => f.dataset.peChartState !== 'drawn').map(f => f.dataset.peChart);
 }"""
 
-# The front matter replaces the shell page's article.
-FRONT = r"""(front) => {
+# The first document's page becomes the book: the front matter and every document's article.
+ASSEMBLE = r"""async ([front, articles, styles, sheets]) => {
     document.getElementById('jb-print-docs-body')?.remove();
+    const loads = [];
+    const linked = new Set(Array.from(document.querySelectorAll('link[rel="stylesheet"]'), l => l.href));
+    for (const href of sheets) {
+        if (linked.has(href)) continue;
+        linked.add(href);
+        const link = document.createElement('link');
+        link.rel = 'stylesheet';
+        link.href = href;
+        loads.push(new Promise((resolve, reject) => {
+            link.onload = resolve;
+            link.onerror = () => reject(new Error('stylesheet not loaded: ' + href));
+        }));
+        document.head.append(link);
+    }
+    const present = new Set(Array.from(document.querySelectorAll('head style'), s => s.textContent));
+    for (const text of styles) {
+        if (present.has(text)) continue;
+        present.add(text);
+        const style = document.createElement('style');
+        style.textContent = text;
+        document.head.append(style);
+    }
     const article = document.querySelector('main article');
-    article.innerHTML = front;
-    return document.fonts.ready.then(() => article.innerText.length);
+    article.innerHTML = front
+        + articles.map(a => `<div class="pe-print-document">${a}</div>`).join('');
+    await Promise.all(loads);
+    await Promise.all(Array.from(article.querySelectorAll('img'), img => img.decode().catch(() => {
+        throw new Error('image not loaded: ' + img.src);
+    })));
+    await document.fonts.ready;
+    const nowhere = Array.from(article.querySelectorAll('a[href^="#"]'),
+        a => decodeURIComponent(a.getAttribute('href').slice(1)))
+        .filter(id => id && !document.getElementById(id));
+    return {nowhere: Array.from(new Set(nowhere)), textLength: article.innerText.length};
 }"""
+
+# The contents' page numbers, written in once the first print has told them.
+NUMBER_CONTENTS = r"""(numbers) => {
+    for (const span of document.querySelectorAll('.pe-contents-page')) {
+        span.textContent = numbers[span.dataset.heading];
+    }
+}"""
+
+# Each document starts a page; the front matter is the named page `front`.
+LAYOUT_STYLE = """@media print {
+  .pe-print-document { break-before: page; }
+  .pe-front { page: front; }
+}
+"""
 
 
 def css_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def footer_style(title: str, pages_before: int, front: bool) -> str:
-    """The page margin boxes' text (print.css styles them) and where the page count starts."""
-    numbering = "counter(page, lower-roman)" if front else "counter(page)"
-    style = (
+def roman(number: int) -> str:
+    """``number`` (1 or more) in lower-case roman numerals."""
+    if not isinstance(number, int) or number < 1:
+        raise ValueError(f"number={number!r}: roman numerals are for whole numbers from 1")
+    digits = [(1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc")]
+    digits += [(50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")]
+    text = ""
+    for value, letters in digits:
+        count, number = divmod(number, value)
+        text += letters * count
+    return text
+
+
+def footer_style(title: str, front_pages: int) -> str:
+    """The page margin boxes' text (print.css styles them): the book's title and the page number,
+    counted from the first page after the ``front_pages`` of the front matter (those are numbered
+    i, ii, ... and the title page has no footer)."""
+    if not isinstance(front_pages, int) or front_pages < 1:
+        raise ValueError(f"front_pages={front_pages!r}: the front matter has at least one page")
+    # Chromium counts pages from the document's first; the count starts at -front_pages so that
+    # the first chapter's page is 1, and the front matter's numbers (1 - front_pages .. 0) are
+    # drawn by a counter style of fixed symbols: i, ii, ...
+    symbols = " ".join(css_string(roman(n)) for n in range(1, front_pages + 1))
+    return (
+        f"@counter-style pe-front {{ system: fixed {1 - front_pages}; symbols: {symbols}; }}\n"
+        f"html {{ counter-reset: page {-front_pages}; }}\n"
         f"@page {{ @bottom-left {{ content: {css_string(title)}; }}"
-        f" @bottom-right {{ content: {numbering}; }} }}\n"
-        f"html {{ counter-reset: page {pages_before}; }}\n"
+        " @bottom-right { content: counter(page); } }\n"
+        "@page front { @bottom-right { content: counter(page, pe-front); } }\n"
+        "@page front:first { @bottom-left { content: none; } @bottom-right { content: none; } }\n"
     )
-    if front:  # the title page has no footer
-        style += (
-            "@page :first { @bottom-left { content: none; } @bottom-right { content: none; } }\n"
-        )
-    return style
 
 
-def front_matter(
-    title: str, edition: str, author: str, documents: list[Document], page_of: dict[str, int]
-) -> str:
-    """The title page and the contents (chapters and sections, each with its page)."""
+def front_matter(title: str, edition: str, author: str, documents: list[Document]) -> str:
+    """The title page and the contents (chapters and sections, each with a link to its heading
+    and a place for the page it starts on)."""
     rows = []
-    for document in documents:
+    for index, document in enumerate(documents):
         for heading in document.headings:
-            href = f"/{document.url_path}#{heading.anchor}"
+            target = prefix(index) + HEADING_ID + heading.anchor
             rows.append(
-                f'<li class="pe-contents-level-{heading.level}"><a href="{html.escape(href)}">'
+                f'<li class="pe-contents-level-{heading.level}">'
+                f'<a href="#{html.escape(target)}">'
                 f'<span class="pe-contents-title">{html.escape(heading.text)}</span>'
-                f'<span class="pe-contents-page">{page_of[f"{document.name}#{heading.anchor}"]}'
-                "</span></a></li>"
+                f'<span class="pe-contents-page" data-heading="{html.escape(target)}">000</span>'
+                "</a></li>"
             )
     return (
-        '<section class="pe-title-page">'
+        '<div class="pe-front"><section class="pe-title-page">'
         f'<p class="pe-print-title">{html.escape(title)}</p>'
         f'<p class="pe-print-edition">{html.escape(edition)}</p>'
         f'<p class="pe-print-author">{html.escape(author)}</p></section>'
         '<nav class="pe-contents"><p class="pe-contents-heading">Contents</p>'
-        f"<ol>{''.join(rows)}</ol></nav>"
+        f"<ol>{''.join(rows)}</ol></nav></div>"
     )
 
 
-async def print_parts(
+def outline_entries(documents: list[Document]) -> list[OutlineEntry]:
+    """One entry per document's title, one per section: each names its heading's id."""
+    return [
+        OutlineEntry(heading.level, heading.text, prefix(index) + HEADING_ID + heading.anchor)
+        for index, document in enumerate(documents)
+        for heading in document.headings
+    ]
+
+
+async def print_book_pdf(
     site: Path, documents: list[Document], title: str, edition: str, author: str
-) -> tuple[list[Part], str, int]:
-    """Every document printed (in order, numbered on), then the front matter."""
+) -> tuple[bytes, int, int]:
+    """The book printed as one tagged PDF; the pages of its front matter; the figure notes."""
     from playwright.async_api import async_playwright
 
     handler = functools.partial(_QuietHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}/"
-    printed = [document.url_path for document in documents]
+    # Each printed page's path -> (its documents' id prefix, the id of its title's section).
+    printed = {
+        document.url_path: [prefix(index), document.headings[0].anchor]
+        for index, document in enumerate(documents)
+    }
     problems: list[str] = []
 
-    async def route(route) -> None:
+    def check() -> None:
+        if problems:
+            fail("\n  ".join(["cannot print the book:", *problems]))
+
+    async def route(route: Any) -> None:
         url = route.request.url
         if url.startswith(base_url) or url.startswith(("data:", "blob:", "about:")):
             await route.continue_()
@@ -232,11 +327,11 @@ async def print_parts(
             problems.append(f"request leaving localhost (blocked): {url}")
             await route.abort("blockedbyclient")
 
-    def on_response(response) -> None:
+    def on_response(response: Any) -> None:
         if response.url.startswith(base_url) and response.status >= 400:
             problems.append(f"HTTP {response.status}: {response.url}")
 
-    async def new_tab(context):
+    async def new_tab(context: Any) -> Any:
         page = await context.new_page()
         page.on("pageerror", lambda error: problems.append(f"{page.url}: uncaught error: {error}"))
         page.on("response", on_response)
@@ -244,45 +339,24 @@ async def print_parts(
         page.set_default_navigation_timeout(DRAW_TIMEOUT_MS)
         return page
 
-    async def opened(page, path: str) -> None:
+    async def opened(page: Any, path: str) -> None:
         await page.goto(base_url + path, wait_until="load")
         failed = await page.evaluate(WAIT_FOR_DRAWING)
         if failed:
             problems.append(f"{path}: figures not drawn: {failed}")
-        await page.add_style_tag(url=base_url + "_static/print.css")
 
-    async def pdf(page, pages_before: int, front: bool) -> bytes:
-        await page.add_style_tag(content=footer_style(title, pages_before, front))
-        await page.evaluate("document.fonts.ready.then(() => true)")
-        if problems:
-            fail("\n  ".join(["cannot print the book:", *problems]))
-        return await page.pdf(prefer_css_page_size=True, print_background=True)
+    prepared: list[dict[str, Any] | None] = [None] * len(documents)
 
-    parts: list[Part | None] = [None] * len(documents)
-    turns = [asyncio.Event() for _ in documents]
-    pages_before = 0
-    notes = 0
-
-    async def tab(context, first: int) -> None:
-        """Documents first, first + TABS, ...: each loaded and prepared, printed in its turn."""
-        nonlocal pages_before, notes
+    async def tab(context: Any, first: int) -> None:
         page = await new_tab(context)
         for index in range(first, len(documents), TABS):
             document = documents[index]
             await opened(page, document.url_path)
             anchors = [heading.anchor for heading in document.headings]
-            found = await page.evaluate(
-                PREPARE, [printed, sorted(document.targets), anchors, HEADING_ID]
-            )
+            found = await page.evaluate(PREPARE, [printed, prefix(index), anchors, HEADING_ID])
             if found["textLength"] < 200:
                 problems.append(f"{document.url_path}: the page to print is (nearly) empty")
-            await turns[index].wait()
-            part = read_part(document, await pdf(page, pages_before, front=False))
-            pages_before += part.pages
-            notes += found["notes"]
-            parts[index] = part
-            if index + 1 < len(documents):
-                turns[index + 1].set()
+            prepared[index] = found
         await page.close()
 
     try:
@@ -292,27 +366,59 @@ async def print_parts(
             )
             context = await browser.new_context()
             await context.route("**/*", route)
-            turns[0].set()
+            started = time.monotonic()
             await asyncio.gather(*(tab(context, first) for first in range(TABS)))
-            printed_parts = [part for part in parts if part is not None]
-            page_of, start = {}, 0
-            for document, part in zip(documents, printed_parts, strict=True):
-                for heading in document.headings:
-                    key = f"{document.name}#{heading.anchor}"
-                    if heading.anchor not in part.places:
-                        fail(f"{key}: its heading was not printed")
-                    page_of[key] = start + part.places[heading.anchor][0] + 1
-                start += part.pages
-            page = await new_tab(context)
-            await opened(page, documents[0].url_path)
-            front = front_matter(title, edition, author, documents, page_of)
-            await page.evaluate(FRONT, front)
-            printed_parts.insert(0, read_part(None, await pdf(page, 0, front=True)))
+            check()
+            timings = [f"documents drawn and prepared in {time.monotonic() - started:.0f} s"]
+            parts = [part for part in prepared if part is not None]
+            styles = list(dict.fromkeys(text for part in parts for text in part["styles"]))
+            sheets = list(dict.fromkeys(href for part in parts for href in part["sheets"]))
+            book = await new_tab(context)
+            await opened(book, documents[0].url_path)
+            front = front_matter(title, edition, author, documents)
+            assembled = await book.evaluate(
+                ASSEMBLE, [front, [part["html"] for part in parts], styles, sheets]
+            )
+            if assembled["nowhere"]:
+                problems.append(f"links to places the book does not have: {assembled['nowhere']}")
+            await book.add_style_tag(url=base_url + "_static/print.css")
+            await book.add_style_tag(content=LAYOUT_STYLE)
+            check()
+            timings.append(f"the book put together in {time.monotonic() - started:.0f} s")
+
+            entries = outline_entries(documents)
+            first_chapter = entries[0].destination
+            pdf, landed = b"", None
+            front_pages, prints = 1, 0
+            for _ in range(PRINTS):
+                prints += 1
+                footer = await book.add_style_tag(content=footer_style(title, front_pages))
+                await book.evaluate("document.fonts.ready.then(() => true)")
+                pdf = await book.pdf(
+                    prefer_css_page_size=True, print_background=True, tagged=True, outline=True
+                )
+                check()
+                places = destinations(pdf)
+                missing = [e.destination for e in entries if e.destination not in places]
+                if missing:
+                    fail(f"headings not printed: {missing[:20]}")
+                pages = {e.destination: places[e.destination][0] for e in entries}
+                if pages == landed and pages[first_chapter] == front_pages:
+                    break
+                landed, front_pages = pages, pages[first_chapter]
+                numbers = {key: str(page - front_pages + 1) for key, page in pages.items()}
+                await book.evaluate(NUMBER_CONTENTS, numbers)
+                await footer.evaluate("style => style.remove()")
+            else:
+                fail(f"the headings' pages did not settle after {PRINTS} prints")
+            timings.append(f"printed {prints} times in {time.monotonic() - started:.0f} s")
             await browser.close()
     finally:
         server.shutdown()
         server.server_close()
-    return printed_parts, base_url, notes
+    notes = sum(part["notes"] for part in parts)
+    print(f"print_pdf: {'; '.join(timings)}")
+    return pdf, front_pages, notes
 
 
 def print_book(source: Path, site: Path, output: Path, edition: str) -> None:
@@ -322,17 +428,16 @@ def print_book(source: Path, site: Path, output: Path, edition: str) -> None:
         documents = read_documents(site, toc_documents(source))
     except (FileNotFoundError, ValueError) as error:
         fail(str(error))
-    parts, base_url, notes = asyncio.run(print_parts(site, documents, title, edition, author))
+    pdf, front_pages, notes = asyncio.run(print_book_pdf(site, documents, title, edition, author))
     try:
-        linked = assemble(parts, base_url, title, author, output)
+        finish(pdf, outline_entries(documents), front_pages, title, author, output)
     except ValueError as error:
         fail(str(error))
     if not output.is_file() or output.stat().st_size < 10_000:
         fail(f"{output} was not written, or is (nearly) empty")
-    pages = sum(part.pages for part in parts)
     print(
-        f"print_pdf: wrote {output} ({len(documents)} documents, {pages} pages, "
-        f"{linked} links between pages, {notes} figure notes)"
+        f"print_pdf: wrote {output} ({len(documents)} documents, front matter of {front_pages} "
+        f"pages, {notes} figure notes; tagged, with its outline)"
     )
 
 

@@ -17,7 +17,9 @@ judged from the page's body as it is written:
   switch's label), or the search page, whose results may quote it.
 
 Sphinx's search scripts and index, which the theme adds to every page, are left out by the
-book's layout template; MathJax is added by Sphinx to pages with math only. The browser test
+book's layout template; MathJax is added by Sphinx to pages with math only. The search page gets
+``pe-search.js``, which writes each result's snippet, and ``pe-search.css`` (Sphinx's own are turned off with
+``html_show_search_summary``), through Sphinx's ``add_js_file`` for one page. The browser test
 (``test_first_visit_weight``) checks in the built pages that each file is loaded exactly where
 its users are.
 """
@@ -98,7 +100,17 @@ def _page_context(
             ]
 
 
+def _search_page(
+    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    # Called during html-page-context, add_js_file adds the script to this page alone.
+    if pagename == "search":
+        app.add_js_file("pe-search.js")
+        app.add_css_file("pe-search.css")
+
+
 def setup(app: Any) -> dict[str, Any]:
+    app.connect("html-page-context", _search_page)
     # After the extensions that add files per page (MathJax, the widget manager).
     app.connect("html-page-context", _page_context, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -9,7 +9,8 @@ Icons: the theme's ``scripts/fontawesome.js`` (1.5 MB) holds every Font Awesome 
 each ``<i class="fa-...">`` or ``<span class="fa-...">`` into an inline SVG that keeps the
 element's attributes. The pages use about twenty. After the build this
 replaces that file with a script of the same name that draws just the icons the built pages name
-(their paths read from the theme's own file, so they stay the theme's icons) and nothing else.
+and nothing else, each read from the SVG file Font Awesome publishes for it (the release the
+theme bundles, fetched into ``book/_ext/fontawesome`` by ``tools/fetch_icons.py``).
 
 Icon fonts: the theme's stylesheet still draws a few glyphs from the Font Awesome web fonts
 (admonition titles, breadcrumbs, external-link marks: 16 glyphs) and requests the whole fonts
@@ -32,6 +33,7 @@ import re
 import shutil
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 # The components of MathJax's tex-chtml.js without its context menu (426 KB of the 1.16 MB file;
 # the assistive MathML for screen readers stays): startup.js loads them from this list, and the
@@ -58,12 +60,20 @@ MATHJAX_KEEP = (
     "output/chtml/fonts/woff-v2",
     "a11y/assistive-mml.js",
 )
-# Font Awesome's packs in its all-in-one script: the class names that select them.
-PACKS = {"fa-solid": "fas", "fa-regular": "far", "fa-brands": "fab"}
+# Font Awesome's styles, by the class names that select them (fa-solid, or the older fas).
+PACKS = {"fa-solid": "solid", "fa-regular": "regular", "fa-brands": "brands"}
+OLD_PACKS = {"fas": "fa-solid", "far": "fa-regular", "fab": "fa-brands"}
+# The SVG file of each icon, by style: fontawesome/solid/bars.svg, ...
+ICONS = Path(__file__).resolve().parent / "fontawesome"
+# Classes that size, turn or animate an icon rather than name one (Font Awesome 6's "Styling").
+MODIFIERS = re.compile(
+    r"(xs|sm|lg|xl|2xl|2xs|\d+x|fw|border|pull-(left|right)|spin|spin-pulse|spin-reverse|pulse"
+    r"|beat|beat-fade|bounce|fade|flip|shake|rotate-\d+|rotate-by|flip-(horizontal|vertical|both)"
+    r"|stack|stack-1x|stack-2x|inverse|li|ul|layers|layers-text|layers-counter|sr-only)"
+)
 # An icon class on a page: fa-solid fa-bars, fab fa-github, ...
 ICON_CLASSES = re.compile(r'class="([^"]*\bfa-[a-z0-9-]+[^"]*)"')
-# One icon in the script: name: [width, height, [aliases], "unicode", "path" or ["path", ...]]
-ICON_ENTRY = r'[{{,]"?{name}"?:\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]+",("[^"]*"|\[[^\]]*\])\]'
+SVG = "{http://www.w3.org/2000/svg}"
 
 ICON_SCRIPT = """// Font Awesome icons the book's pages use, drawn as inline SVG (a subset of the theme's
 // fontawesome.js, written at build time by book/_ext/site_assets.py).
@@ -109,51 +119,45 @@ ICON_SCRIPT = """// Font Awesome icons the book's pages use, drawn as inline SVG
 """
 
 
-def _pack_ranges(script: str) -> dict[str, str]:
-    """The part of the all-in-one script that defines each pack's icons."""
-    ranges = {}
-    start = 0
-    for match in re.finditer(r'd\("(fa[srb])",p\)', script):
-        begin = script.rfind("var p={", start, match.start())
-        ranges[match.group(1)] = script[begin : match.start()]
-        start = match.end()
-    return ranges
-
-
 def _used_icons(outdir: Path) -> dict[str, set[str]]:
-    used: dict[str, set[str]] = {pack: set() for pack in PACKS.values()}
-    aliases = {"fas": "fas", "far": "far", "fab": "fab", **PACKS}
+    """The icons the built pages name, by style (solid, regular, brands)."""
+    used: dict[str, set[str]] = {style: set() for style in PACKS.values()}
     for page in outdir.rglob("*.html"):
         for classes in ICON_CLASSES.findall(page.read_text(encoding="utf-8")):
-            names = classes.split()
-            packs = [aliases[name] for name in names if name in aliases]
+            names = [OLD_PACKS.get(name, name) for name in classes.split()]
+            styles = [PACKS[name] for name in names if name in PACKS]
             for name in names:
-                if name.startswith("fa-") and name not in PACKS and packs:
-                    used[packs[0]].add(name[3:])
+                if name.startswith("fa-") and name not in PACKS and styles:
+                    if not MODIFIERS.fullmatch(name[3:]):
+                        used[styles[0]].add(name[3:])
     return used
+
+
+def icon(style: str, name: str) -> list[Any]:
+    """``[width, height, [path, ...]]`` of one Font Awesome icon, from its SVG file."""
+    path = ICONS / style / f"{name}.svg"
+    if not path.is_file():
+        raise RuntimeError(
+            f"the pages name the Font Awesome icon fa-{style} fa-{name}, which {ICONS} does not "
+            "have: run `python tools/fetch_icons.py` (its VERSION is the release the theme "
+            "bundles), or the theme now names icons of another release"
+        )
+    root = ElementTree.parse(path).getroot()
+    _, _, width, height = (int(float(v)) for v in root.attrib["viewBox"].split())
+    return [width, height, [p.attrib["d"] for p in root.iter(f"{SVG}path") if p.get("d")]]
 
 
 def subset_icons(outdir: Path) -> None:
     target = outdir / "_static" / "scripts" / "fontawesome.js"
     if not target.is_file():
         return
-    script = target.read_text(encoding="utf-8")
-    if "var p={" not in script:  # already the subset (an incremental build)
-        return
-    ranges = _pack_ranges(script)
-    icons: dict[str, dict[str, Any]] = {}
-    for pack, names in _used_icons(outdir).items():
-        for name in sorted(names):
-            match = re.search(ICON_ENTRY.format(name=re.escape(name)), ranges.get(pack, ""))
-            if match is None:  # a size or helper class (fa-lg, fa-fw), not an icon
-                continue
-            paths = json.loads(match.group(3))
-            paths = [paths] if isinstance(paths, str) else [p for p in paths if p]
-            icons.setdefault(pack, {})[name] = [int(match.group(1)), int(match.group(2)), paths]
-    by_class = {
-        cls: icons.get(pack, {})
-        for cls, pack in {**PACKS, **{p: p for p in PACKS.values()}}.items()
+    icons = {
+        cls: {name: icon(style, name) for name in sorted(names)}
+        for style, names in _used_icons(outdir).items()
+        for cls, pack in PACKS.items()
+        if pack == style
     }
+    by_class = {**icons, **{old: icons[new] for old, new in OLD_PACKS.items()}}
     target.write_text(
         ICON_SCRIPT % {"icons": json.dumps(by_class, sort_keys=True)}, encoding="utf-8"
     )

@@ -31,6 +31,7 @@ from docutils import nodes
 from docutils.parsers.rst.states import Inliner
 from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 from sphinx.locale import init as init_locale
 from sphinx.search import SearchLanguage, languages
 from sphinx.transforms import SphinxTransform
@@ -198,5 +199,12 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_transform(TranslatedTocCaptions)
     app.add_post_transform(TranslatedAltTexts)
     app.add_role("article", article_role)
+    # Sphinx has no interface to add a search language: its table of them is extended, as the
+    # pinned Sphinx (7.4) reads it (tests/tools/test_translations.py builds a Korean page).
+    if not isinstance(languages, dict) or languages.get("en") is None:
+        raise ExtensionError(
+            "sphinx.search.languages is no longer the table of search languages that "
+            "translations.py extends with Korean: see how this Sphinx adds one"
+        )
     languages["ko"] = SearchKorean
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -3,8 +3,10 @@
 A figure of ``pe_lib.charts`` is stored in a chapter as ``<div class="pe-chart">`` followed by
 its Vega-Lite specification (``<script type="application/json" class="pe-chart-spec">``). A
 browser needs Vega-Lite (249 KB) only to compile that specification to Vega; this extension
-compiles it once, at build time, with the book's pinned Vega-Lite run by Node.js
-(``compile_vega_lite.js``), and writes the Vega specification just before the figure, as
+compiles it once, at build time, with the pinned ``vl-convert-python`` (Vega-Lite run in its own
+embedded JavaScript engine, offline: ``vl_convert.vegalite_to_vega``), at the Vega-Lite version
+that ``pe_lib.charts.VEGA_RELEASES`` names, and writes the Vega specification just before the
+figure, as
 ``<script type="application/json" class="pe-chart-vega">``. ``_static/pe-charts.js`` draws that
 with Vega alone. The Vega-Lite specification stays where it was: it is the figure's source, which
 the book's tests and the PDF edition read (its settings, ``usermeta``).
@@ -13,8 +15,8 @@ The page's light or dark theme is compiled in as CSS variables: every colour the
 chart is the string ``var(--name, fallback)``, which ``pe-charts.js`` replaces with the variable's
 value when it draws (and again when the reader switches the theme).
 
-Node.js is needed to build the book (``node`` on the PATH, or ``$NODE``); the Vega and Vega-Lite
-bundles are fetched by ``tools/fetch_vega.py`` (``make book`` runs it).
+The Vega and vega-embed bundles the pages load are fetched by ``tools/fetch_vega.py`` (``make
+book`` runs it).
 """
 
 from __future__ import annotations
@@ -22,15 +24,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
-from pathlib import Path
+import sys
+import tempfile
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-COMPILER = HERE / "compile_vega_lite.js"
-VEGA_LITE = HERE / "vega-lite" / "vega-lite.min.js"
-VEGA = HERE.parent / "_static" / "vega" / "vega.min.js"
+from pe_lib.charts import VEGA_RELEASES
+
+# vl-convert names its bundled Vega-Lite versions by major and minor ("6.4").
+VEGA_LITE_VERSION = ".".join(VEGA_RELEASES["vega-lite"][0].split(".")[:2])
 
 # The theme's colours for a chart, as Vega-Lite configuration: CSS variables of the
 # pydata-sphinx-theme, each with the light theme's value as its fallback.
@@ -78,31 +79,47 @@ def themed(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _node() -> str:
-    node = os.environ.get("NODE") or shutil.which("node") or shutil.which("nodejs")
-    if not node:
+def _compile_one(spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The Vega specification of one Vega-Lite ``spec``, and the warnings Vega-Lite wrote.
+
+    ``show_warnings=True`` makes vl-convert print Vega-Lite's warnings on the process's standard
+    error (file descriptor 2, from its engine, not through Python's ``sys.stderr``), its one way
+    of reporting them; they are read back from a temporary file standing in for it.
+    """
+    import vl_convert
+
+    available = vl_convert.get_vegalite_versions()
+    if VEGA_LITE_VERSION not in available:
         raise RuntimeError(
-            "Node.js is needed to compile the explorable figures to Vega: install it "
-            "(Debian: apt-get install nodejs) or set $NODE to its path"
+            f"vl-convert-python bundles Vega-Lite {available}, not {VEGA_LITE_VERSION} "
+            "(pe_lib.charts.VEGA_RELEASES): pin a vl-convert-python that does"
         )
-    return node
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            vega: dict[str, Any] = vl_convert.vegalite_to_vega(
+                spec, vl_version=VEGA_LITE_VERSION, show_warnings=True
+            )
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        warnings = captured.read().decode("utf-8", "replace").strip()
+    return vega, warnings
 
 
 def compile_specs(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The Vega specifications of Vega-Lite ``specs`` (one Node.js run for all of them)."""
-    for bundle in (VEGA_LITE, VEGA):
-        if not bundle.is_file():
-            raise RuntimeError(f"{bundle} is missing: run `python tools/fetch_vega.py`")
-    run = subprocess.run(
-        [_node(), str(COMPILER), str(VEGA_LITE), str(VEGA)],
-        input=json.dumps(specs),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if run.returncode != 0:
-        raise RuntimeError(f"compiling the figures to Vega failed:\n{run.stderr.strip()}")
-    compiled: list[dict[str, Any]] = json.loads(run.stdout)
+    """The Vega specifications of Vega-Lite ``specs``; a warning of Vega-Lite is an error, as the
+    book's build is strict."""
+    compiled, problems = [], []
+    for spec in specs:
+        vega, warnings = _compile_one(spec)
+        compiled.append(vega)
+        problems += [f"Vega-Lite: {line}" for line in warnings.splitlines() if line.strip()]
+    if problems:
+        raise RuntimeError("compiling the figures to Vega failed:\n" + "\n".join(problems))
     return compiled
 
 

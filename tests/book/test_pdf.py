@@ -61,6 +61,31 @@ def edition(request) -> tuple[str, Path]:  # every test that reads a PDF uses it
     return request.param, pdf
 
 
+@pytest.mark.editions
+def test_tagged_for_screen_readers(edition) -> None:
+    """Printed from one page, the PDF keeps Chromium's structure tags (pdfinfo: "Tagged: yes"),
+    and its structure tree holds the book's headings."""
+    name, pdf = edition
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True)
+    assert re.search(r"^Tagged:\s+yes$", info.stdout, re.M), f"{name}: untagged\n{info.stdout}"
+    root = pypdf.PdfReader(pdf).trailer["/Root"]
+    roles = set()
+
+    def walk(node, depth: int = 0) -> None:
+        node = node.get_object()
+        if isinstance(node, dict):
+            if "/S" in node:
+                roles.add(str(node["/S"]))
+            if depth < 12 and "/K" in node:
+                walk(node["/K"], depth + 1)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child, depth)
+
+    walk(root["/StructTreeRoot"])
+    assert {"/H1", "/H2", "/P"} <= roles, f"{name}: structure roles {sorted(roles)}"
+
+
 def _printed_titles(name: str) -> list:
     found = [title for doc in toc_documents() if doc not in GENERATED for title in titles(doc)]
     return found

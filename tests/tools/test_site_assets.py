@@ -1,0 +1,127 @@
+"""book/_ext/site_assets.py: the theme's icons cut down to those a page names, the icon fonts cut
+down to the glyphs a stylesheet draws, and the figures' PNGs re-encoded with the same pixels.
+
+The icon fonts are the pinned pydata-sphinx-theme's own; the icons are Font Awesome's SVG files,
+of the release the theme bundles (``tools/fetch_icons.py``, which ``make unit`` runs first): a
+theme upgrade to another release fails here, before any browser test runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import fetch_icons
+import pydata_sphinx_theme
+import pytest
+import site_assets
+from PIL import Image
+
+THEME_STATIC = (
+    Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
+)
+
+
+def _site(tmp_path: Path, page: str) -> Path:
+    """A built site with one page and the theme's icon script, stylesheet and web fonts."""
+    static = tmp_path / "_static"
+    shutil.copytree(THEME_STATIC / "scripts", static / "scripts")
+    shutil.copytree(THEME_STATIC / "styles", static / "styles")
+    shutil.copytree(THEME_STATIC / "vendor", static / "vendor")
+    (tmp_path / "index.html").write_text(page, encoding="utf-8")
+    return tmp_path
+
+
+PAGE = '<i class="fa-solid fa-bars"></i><a><span class="fa-brands fa-github fa-lg"></span></a>'
+
+
+def test_icons_fetched_are_the_release_the_theme_bundles() -> None:
+    licence = (THEME_STATIC / "scripts" / "fontawesome.js.LICENSE.txt").read_text("utf-8")
+    bundled = re.search(r"Font Awesome Free (\S+)", licence)
+    assert bundled and bundled[1] == fetch_icons.VERSION, (
+        f"the theme bundles Font Awesome {bundled and bundled[1]}, tools/fetch_icons.py fetches "
+        f"{fetch_icons.VERSION}: set its VERSION and INTEGRITY to the theme's release"
+    )
+    fetched = site_assets.ICONS / "VERSION"
+    if not fetched.is_file():
+        pytest.skip("icons not fetched: run `python tools/fetch_icons.py`")
+    assert fetched.read_text().strip() == fetch_icons.VERSION, "run `python tools/fetch_icons.py`"
+
+
+@pytest.fixture
+def icons_fetched() -> None:
+    if not (site_assets.ICONS / "VERSION").is_file():
+        pytest.skip("icons not fetched: run `python tools/fetch_icons.py`")
+
+
+def test_icon_script_draws_the_named_icons_only(tmp_path: Path, icons_fetched: None) -> None:
+    site = _site(tmp_path, PAGE)
+    script = site / "_static" / "scripts" / "fontawesome.js"
+    before = script.stat().st_size
+    site_assets.subset_icons(site)
+    text = script.read_text(encoding="utf-8")
+    icons = json.loads(re.search(r"const icons = (\{.*?\});\n", text)[1])
+    assert set(icons["fa-solid"]) == {"bars"} and set(icons["fa-brands"]) == {"github"}
+    assert icons["fab"] == icons["fa-brands"]  # the older class names draw the same
+    width, height, paths = icons["fa-solid"]["bars"]
+    assert (width, height) == (448, 512) and paths and paths[0].startswith("M")
+    assert script.stat().st_size < before / 50
+
+
+def test_an_icon_the_release_lacks_stops_the_build(tmp_path: Path, icons_fetched: None) -> None:
+    site = _site(tmp_path, '<i class="fa-solid fa-not-an-icon"></i>')
+    with pytest.raises(RuntimeError, match="fa-solid fa-not-an-icon.*fetch_icons"):
+        site_assets.subset_icons(site)
+
+
+def test_icon_fonts_keep_the_glyphs_stylesheets_draw(tmp_path: Path) -> None:
+    from fontTools.ttLib import TTFont
+
+    site = _site(tmp_path, PAGE)
+    styles = sorted((site / "_static").rglob("*.css"))
+    drawn = site_assets._glyphs_styles_draw(styles)
+    assert drawn and all(0xE000 <= point < 0xF900 for point in drawn)
+    site_assets.subset_icon_fonts(site)
+    css = (site / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    assert ".subset.woff" in css and ".woff2)" not in css
+    assert ".fa-bars:before" not in css  # the SVG script draws the icons
+    subsets = sorted(
+        (site / "_static" / "vendor" / "fontawesome" / "webfonts").glob("*.subset.woff")
+    )
+    assert subsets
+    for subset in subsets:
+        font = TTFont(subset)
+        assert set(font.getBestCmap()) <= drawn
+        assert subset.stat().st_size < 20_000
+
+
+def _png(path: Path, image: Image.Image) -> bytes:
+    image.save(path, format="PNG", compress_level=1, dpi=(144, 144))
+    return image.convert("RGBA").tobytes()
+
+
+def test_opaque_png_is_made_smaller_with_the_same_pixels(tmp_path: Path) -> None:
+    images = tmp_path / "_images"
+    images.mkdir()
+    image = Image.new("RGBA", (200, 100), (255, 255, 255, 255))
+    image.paste((31, 119, 180, 255), (20, 20, 120, 60))
+    pixels = _png(images / "plot.png", image)
+    size = (images / "plot.png").stat().st_size
+    site_assets.optimize_pngs(tmp_path)
+    with Image.open(images / "plot.png") as result:
+        assert result.mode == "P"  # two colours: a palette
+        assert result.convert("RGBA").tobytes() == pixels
+        assert round(result.info["dpi"][0]) == 144
+    assert (images / "plot.png").stat().st_size < size
+
+
+def test_transparent_png_keeps_its_alpha(tmp_path: Path) -> None:
+    images = tmp_path / "_images"
+    images.mkdir()
+    image = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
+    image.paste((200, 10, 10, 128), (8, 8, 40, 40))
+    pixels = _png(images / "clear.png", image)
+    site_assets.optimize_pngs(tmp_path)
+    with Image.open(images / "clear.png") as result:
+        assert result.convert("RGBA").tobytes() == pixels

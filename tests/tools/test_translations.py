@@ -1,0 +1,98 @@
+"""book/_ext/translations.py in small Sphinx projects built here (``sphinx.testing``): the Korean
+search language, and the exercise titles that sphinx-exercise keeps untranslated.
+
+Both reach past the dependencies' documented interfaces (Sphinx has no way to add a search
+language but its ``sphinx.search.languages`` table; sphinx-exercise keeps its exercises in
+``env.sphinx_exercise_registry``): a Sphinx or sphinx-exercise upgrade that moves either fails
+here, with the extension's message or the assertion's, before a book build."""
+
+from __future__ import annotations
+
+import json
+import re
+from io import StringIO
+from pathlib import Path
+
+import pytest
+import translations
+from sphinx.testing.util import SphinxTestApp
+
+KOREAN_CONF = """
+extensions = ["translations", "sphinx_exercise"]
+language = "ko"
+html_search_language = "ko"
+locale_dirs = ["locale"]
+"""
+
+
+def _build(tmp_path: Path, index: str, po: str | None = None) -> Path:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "conf.py").write_text(KOREAN_CONF, encoding="utf-8")
+    (source / "index.rst").write_text(index, encoding="utf-8")
+    if po is not None:
+        messages = source / "locale" / "ko" / "LC_MESSAGES"
+        messages.mkdir(parents=True)
+        (messages / "index.po").write_text(po, encoding="utf-8")
+    warnings = StringIO()
+    app = SphinxTestApp("html", srcdir=source, builddir=tmp_path / "out", warning=warnings)
+    try:
+        app.build()
+    finally:
+        app.cleanup()
+    assert "ERROR" not in warnings.getvalue(), warnings.getvalue()
+    return tmp_path / "out" / "html"
+
+
+@pytest.mark.parametrize(
+    ("word", "stem"),
+    [
+        ("인코딩은", "인코딩"),
+        ("인코딩을", "인코딩"),
+        ("학습에서", "학습"),  # 에서 before 서 could be
+        ("위치들의", "위치"),
+        ("파장", "파장"),  # nothing to strip
+        ("이는", "이는"),  # what would be left is not a word
+    ],
+)
+def test_korean_stem(word: str, stem: str) -> None:
+    assert translations.korean_stem(word) == stem
+
+
+def test_korean_search_indexes_words_without_their_particles(tmp_path: Path) -> None:
+    html = _build(tmp_path, "제목\n====\n\n인코딩은 위치를 나타낸다. 인코딩을 더한다.\n")
+    text = (html / "searchindex.js").read_text(encoding="utf-8")
+    index = json.loads(re.fullmatch(r"Search\.setIndex\((.*)\)\s*", text, re.S)[1])
+    assert "인코딩" in index["terms"], sorted(index["terms"])
+    assert "인코딩은" not in index["terms"] and "인코딩을" not in index["terms"]
+    # The page's search strips the same endings from what the reader types.
+    language_data = (html / "_static" / "language_data.js").read_text(encoding="utf-8")
+    assert "koreanEndings" in language_data and '"에서"' in language_data
+
+
+PO = """msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=UTF-8\\n"
+
+msgid "Count the pairs"
+msgstr "쌍을 세어라"
+"""
+EXERCISE = """Title
+=====
+
+.. exercise:: Count the pairs
+   :label: ex-pairs
+
+   How many?
+
+.. solution:: ex-pairs
+
+   Four.
+"""
+
+
+def test_exercise_and_solution_titles_translated(tmp_path: Path) -> None:
+    html = (_build(tmp_path, EXERCISE, PO) / "index.html").read_text(encoding="utf-8")
+    assert "Count the pairs" not in html
+    # The exercise's own title, and its solution's, which sphinx-exercise takes from its registry.
+    assert html.count("쌍을 세어라") >= 2, html

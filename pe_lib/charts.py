@@ -223,6 +223,10 @@ def _figure(
     fixed = dict(fixed or {})
     spec["usermeta"] = {"pe_chart": name, "fixed": fixed, "inputs": dict(inputs or {})}
     spec["description"] = spec["usermeta"]["description"] = _describe(spec, fixed)
+    if spec.get("width") == "container":
+        # Fit the width of the box, and fit again whenever the chart's own size changes: tick
+        # labels that grow with a control (0.01 to 0.003 on a log axis) were cut at the left.
+        spec["autosize"] = {"type": "fit-x", "contains": "padding", "resize": True}
     config = spec.setdefault("config", {})
     config["background"] = _BACKGROUND
     config.setdefault("axis", {})["gridOpacity"] = _GRID_OPACITY

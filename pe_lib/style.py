@@ -54,10 +54,10 @@ Theme = Literal["light", "dark"]
 #: understand the content).
 MIN_CONTRAST = 3.0
 
-#: The page's background in each theme, pydata-sphinx-theme's ``--pst-color-background``.
+#: The page's background in each theme, ``--pst-color-background`` as sphinx-book-theme sets it.
 #:
 #: :meta hide-value:
-PAGE_BACKGROUNDS: Mapping[str, str] = MappingProxyType({"light": "#ffffff", "dark": "#14181e"})
+PAGE_BACKGROUNDS: Mapping[str, str] = MappingProxyType({"light": "#ffffff", "dark": "#121212"})
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ HANGUL_FONT := book/_static/fonts/noto-sans-kr.css
 # Vega and vega-embed, which draw the explorable figures, and Vega-Lite, which compiles them to
 # Vega at build time (book/_ext/vega_charts.py), fetched the same way (one run writes all three).
 VEGA := book/_static/vega/vega-embed.min.js book/_ext/vega-lite/vega-lite.min.js
+# axe-core, the accessibility engine the browser test runs on every page, fetched the same way.
+AXE := tests/book/axe-core/axe.min.js
 
 .DEFAULT_GOAL := help
 .PHONY: help book book-en check test lint unit nbval other-seeds nbval-generic binder-test html-test
@@ -123,7 +125,7 @@ binder-test: $(STAMP) weights
 
 ## html-test: every page of the built book in headless Chromium, offline (builds it first, and
 ## the Korean edition, where its language switches lead).
-html-test: $(STAMP) book book-ko
+html-test: $(STAMP) book book-ko $(AXE)
 	$(BIN)/python -m pytest tests -m html
 
 # The PDF is the HTML book printed by Chromium page by page and put together with pypdf
@@ -192,7 +194,7 @@ catalogues: $(STAMP)
 
 ## korean-test: the Korean edition against the English book: catalogues complete and current,
 ## code cells and outputs identical, pages in Korean, language switches; its pages in the browser.
-korean-test: $(STAMP) book book-ko
+korean-test: $(STAMP) book book-ko $(AXE)
 	$(EXTRACT_MESSAGES)
 	$(BIN)/python -m pytest -m korean tests/book/test_korean.py
 	BOOK_HTML_DIR=$(KO_HTML) $(BIN)/python -m pytest -m html tests/book/test_html.py \
@@ -203,7 +205,10 @@ korean-test: $(STAMP) book book-ko
 KOREAN_BROWSER_TESTS = test_page_reads_offline or test_page_fits_a_narrow_screen \
 	or test_figures_readable_in_dark_mode or test_figures_redraw_and_agree_with_pe_lib \
 	or test_search_shows_the_matching_text or test_every_header_button_shows_its_icon \
-	or test_first_visit_weight or test_no_request_failed
+	or test_first_visit_weight or test_no_request_failed \
+	or test_no_serious_accessibility_violation or test_no_inline_formula_scrolls \
+	or test_figures_keep_their_shape or test_every_chart_mark_has_3_to_1_contrast \
+	or test_every_page_has_a_meta_description
 
 ## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
 execute: $(STAMP) weights
@@ -222,7 +227,10 @@ $(HANGUL_FONT): tools/fetch_hangul_font.py tools/npm_tarball.py
 $(VEGA): tools/fetch_vega.py tools/npm_tarball.py pe_lib/charts.py
 	$(PYTHON) tools/fetch_vega.py
 
+$(AXE): tools/fetch_axe.py tools/npm_tarball.py
+	$(PYTHON) tools/fetch_axe.py
+
 ## clean: remove the built book, the execution cache and every file the fetch tools wrote.
 clean:
 	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts book/_static/vega \
-		book/_ext/vega-lite
+		book/_ext/vega-lite tests/book/axe-core

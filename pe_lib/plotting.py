@@ -26,8 +26,6 @@ from .style import LINE_CYCLE
 __all__ = [
     "BOOK_RC",
     "FIGURE_WIDTH_IN",
-    "MIN_FONT_PT",
-    "legible",
     "plot_attention_weights",
     "plot_dimensions",
     "plot_dot_product_vs_distance",
@@ -41,27 +39,21 @@ __all__ = [
 #: shows it at about 1 to 1, so text has one size across figures.
 FIGURE_WIDTH_IN = 6.4
 
-#: The smallest text a figure of the book shows, in points. A 400 px screen shows a figure at
-#: about 55 % of its size, where 11 pt is 8.4 CSS px; smaller text (a legend at 7 pt, 5.3 px)
-#: cannot be read there. :func:`use_book_figures` raises any smaller text to it.
-MIN_FONT_PT = 11
-
 #: The book's house style for matplotlib figures (README, section Contributing, Figures), as
-#: rcParams. Text sizes suit the figure width above and stay legible at 400 px (at least
-#: :data:`MIN_FONT_PT`); lines take the colours of :mod:`pe_lib.style`; PNG output has twice the
-#: displayed resolution.
+#: rcParams. Text sizes suit the figure width above and stay legible at 400 px; lines take
+#: the colours of :mod:`pe_lib.style`; PNG output has twice the displayed resolution.
 BOOK_RC: dict[str, Any] = {
     "figure.dpi": 100,
     "figure.figsize": (FIGURE_WIDTH_IN, 3.6),
-    "font.size": 12,
+    "font.size": 11,
     "axes.titlesize": 12,
-    "axes.labelsize": 12,
-    "xtick.labelsize": 11,
-    "ytick.labelsize": 11,
-    "legend.fontsize": 11,
-    "legend.title_fontsize": 11,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "legend.title_fontsize": 10,
     "figure.titlesize": 12,
-    "figure.labelsize": 12,
+    "figure.labelsize": 11,
     "lines.linewidth": 1.8,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -71,25 +63,13 @@ BOOK_RC: dict[str, Any] = {
 }
 
 
-def legible(fig: Figure) -> Figure:
-    """``fig`` with every text smaller than :data:`MIN_FONT_PT` raised to it: titles, labels,
-    tick labels, legends and annotations, whatever size the code that drew them asked for."""
-    from matplotlib.text import Text
-
-    for text in fig.findobj(Text):
-        # get_fontsize() is in points (a name such as "small" is resolved when it is set).
-        if isinstance(text, Text) and text.get_text() and float(text.get_fontsize()) < MIN_FONT_PT:
-            text.set_fontsize(MIN_FONT_PT)
-    return fig
-
-
 def use_book_figures() -> None:
     """Apply the book's figure style to matplotlib and, in IPython, to inline output.
 
     Sets :data:`BOOK_RC`; in a running IPython kernel, makes inline figures PNG at twice their
     resolution (sharp on high-DPI screens; nbval does not compare PNG bytes) and draws every
-    figure :data:`FIGURE_WIDTH_IN` wide, scaling its height with it, with no text smaller than
-    :data:`MIN_FONT_PT` (:func:`legible`). Call it once, in a chapter's first code cell.
+    figure :data:`FIGURE_WIDTH_IN` wide, scaling its height with it. Call it once, in a
+    chapter's first code cell.
     """
     import matplotlib as mpl
     from cycler import cycler
@@ -119,7 +99,6 @@ def use_book_figures() -> None:
         width, height = fig.get_size_inches()
         if width > 0 and abs(width - FIGURE_WIDTH_IN) > 1e-6:
             fig.set_size_inches(FIGURE_WIDTH_IN, height * FIGURE_WIDTH_IN / width)
-        legible(fig)
         return retina_figure(fig, bbox_inches="tight")  # type: ignore[no-untyped-call]
 
     formatter = shell.display_formatter.formatters["image/png"]

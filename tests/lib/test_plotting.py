@@ -181,23 +181,3 @@ def test_neighbouring_dimensions_get_distinct_colours():
         for i in range(2)
     )
     assert distance > 0.3, colours
-
-
-def test_no_text_of_a_book_figure_is_smaller_than_the_house_minimum():
-    """A chapter's fontsize=7 legend would be 5 px on a 400 px phone: it is raised."""
-    import matplotlib.pyplot as plt
-    from matplotlib.text import Text
-
-    from pe_lib.plotting import MIN_FONT_PT, legible
-
-    fig, ax = plt.subplots()
-    ax.plot([0, 1], [0, 1], label="a line")
-    ax.legend(fontsize=7, title="small", title_fontsize=6)
-    ax.set_title("title", fontsize=8)
-    ax.text(0.5, 0.5, "note", fontsize="x-small")
-    ax.text(0.2, 0.2, "big", fontsize=14)
-    legible(fig)
-    sizes = {t.get_text(): t.get_fontsize() for t in fig.findobj(Text) if t.get_text()}
-    assert min(sizes.values()) >= MIN_FONT_PT
-    assert sizes["big"] == 14  # larger text is left alone
-    plt.close(fig)

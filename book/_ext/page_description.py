@@ -2,7 +2,7 @@
 
 A page's description is the start of its first paragraph of prose (in the Korean edition, the
 translated one), cut at a word boundary to at most 160 characters; a page without prose (the
-index, the search page) is described by its title and the book's. It is added to the
+indexes, the search page) is described by its title, or what it is, and the book's title. It is added to the
 ``metatags`` that Sphinx's layout writes into ``<head>`` (the templating context's documented
 ``metatags`` variable).
 """
@@ -16,6 +16,12 @@ from typing import Any
 from docutils import nodes
 
 LONGEST = 160
+# Sphinx's generated pages, which have neither prose nor a title of their own.
+GENERATED = {
+    "genindex": "Index of the terms and names",
+    "py-modindex": "Index of pe_lib's modules",
+    "search": "Search",
+}
 
 
 def description(doctree: Any) -> str:
@@ -57,6 +63,7 @@ def _page_context(
     text = description(doctree)
     if not text:
         title = re.sub(r"<[^>]+>", "", str(context.get("title") or "")).strip()
+        title = title or GENERATED.get(pagename, "")
         book = str(context.get("docstitle") or app.config.project)
         text = f"{title}: {book}" if title else book
     tag = f'<meta name="description" content="{html.escape(text, quote=True)}" />\n'

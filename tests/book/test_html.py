@@ -1157,10 +1157,12 @@ SHARPNESS = """() => Array.from(document.querySelectorAll('article img'))
 
 @pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
 def test_figures_are_sharp_on_high_dpi_screens(visit, relpath: str) -> None:
-    """Every figure image is vector, or has at least 1.5 pixels per displayed CSS pixel."""
+    """Every figure image is vector, or has at least 1.5 pixels per displayed CSS pixel, on a
+    screen with two device pixels per CSS pixel (a figure's ``srcset`` gives a screen of lower
+    density a smaller copy)."""
     if not CHAPTER_PAGES:
         _not_available(f"no chapter pages under {HTML_DIR}: run `make book` first")
-    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}).page
+    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}, device_scale_factor=2).page
     page.wait_for_load_state("networkidle")
     check_images(page)
     soft = [

@@ -9,8 +9,9 @@ aspect ratio before the image arrives (HTML Standard, "Dimension attributes"; CS
 ``aspect-ratio: auto``), so that ``max-width: 100%; height: auto`` in ``page.css`` scales it
 whole at every width. It also
 
-- loads every figure but the page's first when the reader scrolls near it
-  (``loading="lazy"``), and decodes them off the main thread (``decoding="async"``);
+- loads each figure when the reader scrolls near it (``loading="lazy"``; a chapter opens with
+  prose, so none is in the first screen), and decodes it off the main thread
+  (``decoding="async"``);
 - offers a copy at the displayed size beside the double-size PNG (``srcset`` with width
   descriptors and ``sizes``): a phone's column, about 350 CSS px, takes the smaller file, a
   high-density desktop screen the sharp one. The copies, ``<name>-<width>w.png`` beside each
@@ -39,14 +40,11 @@ def _copy_name(name: str, width: int) -> str:
 
 
 def rewrite(body: str) -> str:
-    """``body`` with every figure's inline size made attributes, lazy after the first."""
-    count = 0
+    """``body`` with every figure's inline size made attributes, each figure lazy."""
 
     def figure(match: re.Match[str]) -> str:
-        nonlocal count
-        count += 1
         width, height = int(match["width"]), int(match["height"])
-        parts = [f'<img {match["attributes"]}']
+        parts = [f"<img {match['attributes']}"]
         if width >= SMALLEST_WITH_COPY:
             src, name = match["src"], match["name"]
             small = src.removesuffix(f"{name}.png") + _copy_name(name, width)
@@ -54,10 +52,7 @@ def rewrite(body: str) -> str:
                 f'srcset="{small} {width}w, {src} {2 * width}w" '
                 f'sizes="(max-width: {PHONE}px) 100vw, {width}px"'
             )
-        parts.append(f'width="{width}" height="{height}"')
-        if count > 1:
-            parts.append('loading="lazy"')
-        parts.append('decoding="async" />')
+        parts.append(f'width="{width}" height="{height}" loading="lazy" decoding="async" />')
         return " ".join(parts)
 
     return FIGURE.sub(figure, body)
@@ -89,7 +84,9 @@ def _write_copies(app: Any, exception: Exception | None) -> None:
             copy = path.with_name(_copy_name(path.stem, half))
             if copy.exists() and copy.stat().st_mtime >= path.stat().st_mtime:
                 continue
-            small = image.convert("RGBA").resize((half, round(height * half / width)), Image.LANCZOS)
+            small = image.convert("RGBA").resize(
+                (half, round(height * half / width)), Image.LANCZOS
+            )
             small.save(copy, optimize=True)
 
 

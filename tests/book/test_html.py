@@ -1325,8 +1325,8 @@ FIGURE_SHAPES = """() => Array.from(document.querySelectorAll('article .cell_out
 
 @pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
 def test_figures_keep_their_shape_load_lazily_and_fit_a_phone(browser, base_url, relpath) -> None:
-    """At 400 px every figure keeps its aspect ratio (a circle stays a circle); every figure but
-    the first loads lazily; each offers a copy for a phone's column, which the phone takes."""
+    """At 400 px every figure keeps its aspect ratio (a circle stays a circle); every figure
+    loads lazily; each offers a copy for a phone's column, which the phone takes."""
     if not CHAPTER_PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
     page_visit = _open(browser, base_url, relpath, viewport={"width": NARROW_WIDTH, "height": 800})
@@ -1343,8 +1343,8 @@ def test_figures_keep_their_shape_load_lazily_and_fit_a_phone(browser, base_url,
         if abs(f["shown"] / f["natural"] - 1) > 0.02
     ]
     assert not squashed, f"{relpath} at {NARROW_WIDTH} px, figures out of shape: {squashed}"
-    eager = [f["src"] for f in before[1:] if not f["lazy"]]
-    assert not eager, f"{relpath}: figures below the first that load at once: {eager}"
+    eager = [f["src"] for f in before if not f["lazy"]]
+    assert not eager, f"{relpath}: figures that load before the reader comes near them: {eager}"
     big = [
         f"{f['src']} loaded {f['current']} ({f['naturalWidth']} px for {f['width']} px)"
         for f in figures
@@ -1598,6 +1598,82 @@ def test_every_page_has_a_meta_description() -> None:
     assert not missing, f"pages without one description: {missing}"
     repeated = {text: pages for text, pages in shared.items() if len(pages) > 1}
     assert not repeated, f"pages sharing a description: {repeated}"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_search_highlight_keeps_text_contrast(browser, base_url, theme: str) -> None:
+    """The words a search led to, highlighted on the page (``?highlight=``), keep 4.5:1."""
+    if SAMPLE_CHAPTER not in PAGES:
+        _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
+    if not AXE.is_file():
+        _not_available(f"{AXE} is missing: run `python tools/fetch_axe.py`")
+    page_visit = _open(browser, base_url, SAMPLE_CHAPTER + "?highlight=wavelength", theme)
+    try:
+        page = page_visit.page
+        page.wait_for_function("() => document.querySelector('span.highlighted') !== null")
+        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+        found = page.evaluate(
+            """async () => (await axe.run({include: [['span.highlighted']]},
+                {runOnly: ['color-contrast']})).violations.map(v => v.nodes.length)"""
+        )
+    finally:
+        page_visit.close()
+    assert not found, f"{theme}: {sum(found)} highlighted words below 4.5:1"
+
+
+# Every text of a chart (tick labels, titles, legends) inside the chart's own box, at each
+# control's smallest and largest setting.
+CHART_TEXT_CUT = """async () => {
+    const cut = [];
+    for (const figure of document.querySelectorAll('div.pe-chart')) {
+        const view = figure.peView;
+        const sliders = Array.from(figure.querySelectorAll('.vega-bindings input[type=range]'));
+        const start = sliders.map(input => input.value);
+        // Every slider at its end, together, then each alone.
+        const settings = [sliders.map(i => i.min), sliders.map(i => i.max)];
+        sliders.forEach((input, k) => {
+            for (const end of [input.min, input.max]) {
+                settings.push(start.map((value, m) => (m === k ? end : value)));
+            }
+        });
+        settings.push(start);
+        for (const values of settings) {
+            sliders.forEach((input, k) => {
+                input.value = values[k];
+                input.dispatchEvent(new Event('input', {bubbles: true}));
+            });
+            await view.runAsync();
+            await new Promise(resolve => setTimeout(resolve, 100));
+            const box = figure.querySelector('svg').getBoundingClientRect();
+            for (const text of figure.querySelectorAll('svg text')) {
+                const r = text.getBoundingClientRect();
+                if (!text.textContent.trim() || r.width === 0) continue;
+                if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5
+                        || r.bottom > box.bottom + 0.5) {
+                    const where = sliders.map((input, k) => `${input.name} ${values[k]}`);
+                    cut.push(`${figure.dataset.peChart} (${where.join(', ')}): `
+                             + `"${text.textContent}"`);
+                }
+            }
+        }
+    }
+    return Array.from(new Set(cut));
+}"""
+
+
+@pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
+@pytest.mark.parametrize("relpath", sorted(PAGES_WITH_FIGURES) or ["<no figures>"])
+def test_chart_text_is_never_cut(browser, base_url, relpath: str, width: int) -> None:
+    """No tick label, title or legend of a chart reaches past its box (chapter 8's log axis cut
+    "0.003" to ".003" at factor 16)."""
+    if not PAGES_WITH_FIGURES:
+        _not_available(f"no figures under {HTML_DIR}: run `make book` first")
+    page_visit = _open(browser, base_url, relpath, viewport={"width": width, "height": 900})
+    try:
+        cut = page_visit.page.evaluate(CHART_TEXT_CUT)
+    finally:
+        page_visit.close()
+    assert not cut, f"{relpath} at {width} px, chart text cut at its box: {cut[:6]}"
 
 
 def test_no_request_failed_over_the_session() -> None:

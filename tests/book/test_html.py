@@ -1149,10 +1149,17 @@ def test_no_code_or_output_scrolls_at_1280(visit, relpath: str) -> None:
     assert not wide, f"{relpath}: code or output scrolls sideways at 1280 px: {wide[:5]}"
 
 
-SHARPNESS = """() => Array.from(document.querySelectorAll('article img'))
+# The pixels of the file each image shows (an image with a srcset reports a naturalWidth scaled
+# by the density of the copy it chose; the file loaded on its own gives its pixels).
+SHARPNESS = """() => Promise.all(Array.from(document.querySelectorAll('article img'))
     .filter(img => img.getClientRects().length > 0 && img.clientWidth > 0)
-    .map(img => ({src: img.currentSrc.split('/').pop(), natural: img.naturalWidth,
-                  shown: img.clientWidth, vector: /\\.svg($|\\?)/.test(img.currentSrc)}))"""
+    .map(async img => {
+        const file = new Image();
+        file.src = img.currentSrc;
+        await file.decode();
+        return {src: img.currentSrc.split('/').pop(), natural: file.naturalWidth,
+                shown: img.clientWidth, vector: /\\.svg($|\\?)/.test(img.currentSrc)};
+    }))"""
 
 
 @pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
@@ -1311,16 +1318,20 @@ def _open(browser, base_url: str, relpath: str, theme: str | None = None, **opti
 
 
 # Each figure image: the aspect it is shown at against its own, once loaded.
-FIGURE_SHAPES = """() => Array.from(document.querySelectorAll('article .cell_output img'), img => ({
+FIGURE_SHAPES = """() => Promise.all(Array.from(
+        document.querySelectorAll('article .cell_output img'), async img => {
+    const file = new Image();  // the pixels of the file shown (naturalWidth is density-scaled)
+    if (img.currentSrc) { file.src = img.currentSrc; await file.decode(); }
+    return {
     src: img.getAttribute('src').split('/').pop(),
     shown: img.clientWidth / img.clientHeight,
     natural: img.naturalWidth / img.naturalHeight,
     lazy: img.loading === 'lazy',
     srcset: img.hasAttribute('srcset'),
     current: img.currentSrc.split('/').pop(),
-    naturalWidth: img.naturalWidth,
+    naturalWidth: file.naturalWidth,
     width: img.clientWidth,
-}))"""
+};}))"""
 
 
 @pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])

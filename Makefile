@@ -25,6 +25,8 @@ VEGA := book/_static/vega/vega.min.js book/_static/vega/vega-embed.min.js
 # Font Awesome's icons as SVG files (the release the theme bundles), from which the build writes
 # the pages' icon script (book/_ext/site_assets.py), fetched the same way.
 ICONS := book/_ext/fontawesome/VERSION
+# axe-core, the accessibility engine the browser test runs on every page, fetched the same way.
+AXE := tests/book/axe-core/axe.min.js
 
 .DEFAULT_GOAL := help
 .PHONY: help book book-en check test lint unit nbval other-seeds nbval-generic binder-test html-test
@@ -136,7 +138,7 @@ binder-test: $(STAMP) weights
 
 ## html-test: every page of the built book in headless Chromium, offline (builds it first, and
 ## the Korean edition, where its language switches lead).
-html-test: $(STAMP) book book-ko
+html-test: $(STAMP) book book-ko $(AXE)
 	$(BIN)/python -m pytest tests -m html
 
 # The PDF is the HTML book put together in one page and printed once by Chromium, tagged, with
@@ -213,7 +215,7 @@ catalogues: $(STAMP)
 
 ## korean-test: the Korean edition against the English book: catalogues complete and current,
 ## code cells and outputs identical, pages in Korean, language switches; its pages in the browser.
-korean-test: $(STAMP) book book-ko
+korean-test: $(STAMP) book book-ko $(AXE)
 	$(EXTRACT_MESSAGES)
 	$(BIN)/python -m pytest -m korean tests/book/test_korean.py tests/book/test_korean_notebooks.py
 	BOOK_HTML_DIR=$(KO_HTML) $(BIN)/python -m pytest -m "html and korean_browser" \
@@ -243,7 +245,10 @@ $(VEGA): tools/fetch_vega.py tools/npm_tarball.py pe_lib/charts.py
 $(ICONS): tools/fetch_icons.py tools/npm_tarball.py
 	$(PYTHON) tools/fetch_icons.py
 
+$(AXE): tools/fetch_axe.py tools/npm_tarball.py
+	$(PYTHON) tools/fetch_axe.py
+
 ## clean: remove the built book, the execution cache and every file the fetch tools wrote.
 clean:
 	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts book/_static/vega \
-		book/_ext/fontawesome
+		book/_ext/fontawesome tests/book/axe-core

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._validation import check_base, check_int_in_range, check_real
 from .rope_scaling import DEFAULT_BASE, ROPE_SCALINGS
-from .style import method_style
+from .style import LINE_CYCLE, RAMP_STOPS, dark_variants, line_colours, method_style
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -68,6 +68,12 @@ VEGA_RELEASES = {
 # pe-charts.js replaces it (and the text colours) with the theme's.
 _BACKGROUND = "white"
 _HEIGHT = 220
+# Gridlines behind the data, never as bright as it: the theme's border colour at half strength.
+_GRID_OPACITY = 0.5
+# Marks that stand for no method: the first colours of the book's cycle (pe_lib.style).
+_FIRST, _SECOND = LINE_CYCLE[0], method_style("alibi").color
+# The unit circle the rotation chart's points stay on: a grey with 3:1 on both pages.
+_CIRCLE = "#949494"
 
 
 def _altair() -> Any:
@@ -217,7 +223,19 @@ def _figure(
     fixed = dict(fixed or {})
     spec["usermeta"] = {"pe_chart": name, "fixed": fixed, "inputs": dict(inputs or {})}
     spec["description"] = spec["usermeta"]["description"] = _describe(spec, fixed)
-    spec.setdefault("config", {})["background"] = _BACKGROUND
+    if spec.get("width") == "container":
+        # Fit the width of the box, and fit again whenever the chart's own size changes: tick
+        # labels that grow with a control (0.01 to 0.003 on a log axis) were cut at the left.
+        spec["autosize"] = {"type": "fit-x", "contains": "padding", "resize": True}
+    config = spec.setdefault("config", {})
+    config["background"] = _BACKGROUND
+    config.setdefault("axis", {})["gridOpacity"] = _GRID_OPACITY
+    # The palette's colours this chart draws with that the dark page shows in another shade
+    # (pe_lib.style.dark_variants): pe-charts.js puts them in place when the theme is dark.
+    text = json.dumps(spec).lower()
+    spec["usermeta"]["dark_colors"] = {
+        light: dark for light, dark in dark_variants().items() if f'"{light}"' in text
+    }
     return ExplorableFigure(name, spec)
 
 
@@ -349,7 +367,7 @@ def frequency_chart(
             color=alt_.Color(
                 "column:N",
                 title="column",
-                scale=alt_.Scale(scheme="tableau10"),
+                scale=alt_.Scale(range=list(LINE_CYCLE)),
                 legend=alt_.Legend(orient="bottom"),
             ),
         )
@@ -385,7 +403,7 @@ def wavelength_chart(d_model: int = 64, base: float = DEFAULT_BASE) -> Explorabl
     chart = (
         _rows(alt_, "pair", 256, "datum.pair < d_model / 2", "wavelength of each sine/cosine pair")
         .transform_calculate(wavelength=f"2 * PI / {_omega('datum.pair', 'd_model')}")
-        .mark_point(filled=True, size=18)
+        .mark_point(filled=True, size=18, color=_FIRST)
         .encode(
             x=alt_.X("pair:Q", title="pair i (columns 2i, 2i+1)"),
             y=alt_.Y(
@@ -433,7 +451,7 @@ def dot_product_chart(
         .transform_flatten(["pair"])
         .transform_calculate(term=f"cos(datum.k * {_omega('datum.pair', 'd_model')})")
         .transform_aggregate(dot="sum(term)", groupby=["k"])
-        .mark_line(point=True)
+        .mark_line(point=True, color=_FIRST)
         .encode(
             x=alt_.X("k:Q", title="distance k"),
             y=alt_.Y("dot:Q", axis=_y_axis(alt_, "dot product")),
@@ -479,7 +497,7 @@ def rotation_chart(
     circle = (
         alt_.Chart(alt_.sequence(0, 361, as_="degree"))
         .transform_calculate(x="sin(datum.degree * PI / 180)", y="cos(datum.degree * PI / 180)")
-        .mark_line(color="#bbbbbb")
+        .mark_line(color=_CIRCLE)
         .encode(x="x:Q", y="y:Q", order="degree:Q")
     )
     points = (
@@ -502,7 +520,7 @@ def rotation_chart(
             color=alt_.Color(
                 "which:N",
                 title=None,
-                scale=alt_.Scale(range=["#0072b2", "#d55e00"]),
+                scale=alt_.Scale(range=[_FIRST, _SECOND]),
                 legend=alt_.Legend(orient="bottom"),
             ),
             shape=alt_.Shape("which:N", title=None),
@@ -528,6 +546,9 @@ _ALIBI_SLOPE = (
 def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFigure:
     r"""ALiBi's bias :math:`-s_h\,(i - j)` against the distance :math:`i - j`, one line per head.
 
+    Heads are numbered from 1, as in chapter 7's figures and in Press et al. (2022)'s slopes
+    :math:`2^{-8h/n}`, :math:`h = 1 .. n`; the rows keep the 0-based index ``head`` too.
+
     The browser evaluates the slopes :math:`s_h` by the rule of :func:`pe_lib.alibi.alibi_slopes`
     (powers of two, and the interleaving rule for other head counts). Controls: the number of
     heads (1 .. 16) and the largest distance (4 .. 64).
@@ -537,7 +558,8 @@ def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFi
         max_distance: starting largest distance, in [4, 64].
 
     Returns:
-        the figure; its dataset holds ``head`` (0-based), ``slope``, ``distance``, ``bias``.
+        the figure; its dataset holds ``head`` (0-based), ``number`` (``head + 1``, the legend's
+        numbering), ``slope``, ``distance``, ``bias``.
     """
     alt_ = _altair()
     num_heads = check_int_in_range("num_heads", num_heads, 1, 16)
@@ -552,16 +574,18 @@ def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFi
         .transform_calculate(slope=_ALIBI_SLOPE)
         .transform_calculate(distance="sequence(0, max_distance + 1)")
         .transform_flatten(["distance"])
-        .transform_calculate(bias="-datum.slope * datum.distance")
+        .transform_calculate(bias="-datum.slope * datum.distance", number="datum.head + 1")
         .mark_line()
         .encode(
             x=alt_.X("distance:Q", title="distance i - j (query minus key)"),
             y=alt_.Y("bias:Q", axis=_y_axis(alt_, "bias −sₕ (i − j)")),
-            # One gradient for any number of heads: a legend that never grows rows.
+            # One gradient for any number of heads: a legend that never grows rows. Viridis
+            # without its light end (pe_lib.style.line_colours), which the dark page swaps for
+            # the range without its dark end.
             color=alt_.Color(
-                "head:Q",
+                "number:Q",
                 title="head h",
-                scale=alt_.Scale(scheme="viridis"),
+                scale=alt_.Scale(range=line_colours(RAMP_STOPS)),
                 legend=alt_.Legend(orient="right", gradientLength=150, format="d", tickCount=4),
             ),
             detail="head:N",

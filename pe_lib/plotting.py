@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 
 from ._validation import check_indices, check_nonnegative_int, renamed_keyword
 from .sinusoidal import wavelengths as _wavelengths
-from .style import METHOD_STYLES
+from .style import LINE_CYCLE
 
 __all__ = [
     "BOOK_RC",
@@ -41,7 +41,7 @@ FIGURE_WIDTH_IN = 6.4
 
 #: The book's house style for matplotlib figures (README, section Contributing, Figures), as
 #: rcParams. Text sizes suit the figure width above and stay legible at 400 px; lines take
-#: the Okabe-Ito colours of :mod:`pe_lib.style`; PNG output has twice the displayed resolution.
+#: the colours of :mod:`pe_lib.style`; PNG output has twice the displayed resolution.
 BOOK_RC: dict[str, Any] = {
     "figure.dpi": 100,
     "figure.figsize": (FIGURE_WIDTH_IN, 3.6),
@@ -53,6 +53,7 @@ BOOK_RC: dict[str, Any] = {
     "legend.fontsize": 10,
     "legend.title_fontsize": 10,
     "figure.titlesize": 12,
+    "figure.labelsize": 11,
     "lines.linewidth": 1.8,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -74,21 +75,7 @@ def use_book_figures() -> None:
     from cycler import cycler
 
     rc = dict(BOOK_RC)
-    rc["axes.prop_cycle"] = cycler(
-        color=[
-            METHOD_STYLES[key].color
-            for key in (
-                "sinusoidal",
-                "learned",
-                "rope",
-                "alibi",
-                "linear",
-                "ntk",
-                "dynamic",
-                "none",
-            )
-        ]
-    )
+    rc["axes.prop_cycle"] = cycler(color=list(LINE_CYCLE))
     params: Any = mpl.rcParams
     for key, value in rc.items():
         params[key] = value
@@ -204,7 +191,7 @@ def plot_dimensions(
     positions = np.arange(first, first + values.shape[0])
     # Neighbouring columns (a sine and its cosine) must not look alike: qualitative colours,
     # the Okabe-Ito set of pe_lib.style, cycled.
-    palette = [s.color for s in METHOD_STYLES.values() if s.color != "#7f7f7f"]
+    palette = [colour for colour in LINE_CYCLE if colour != "#7f7f7f"]
     colors = [palette[index % len(palette)] for index in range(len(columns))]
     for d, color in zip(columns, colors, strict=True):
         ax.plot(positions, values[:, d], color=color, label=f"dim {d}")

@@ -11,6 +11,9 @@
 // - follows the page's light or dark theme: the compiled specification names the theme's
 //   colours as CSS variables ("var(--pst-color-background, #ffffff)"), replaced here by their
 //   values, and again when the reader switches;
+// - in the dark theme, draws the data in the palette's dark-page shades: each colour of the
+//   specification's usermeta.dark_colors (pe_lib.style.dark_variants, light colour -> its
+//   variant) is replaced by its variant, so every line keeps 3:1 contrast with the page;
 // - redraws to the width of its box whenever the box changes size (window resized, sidebar
 //   toggled), for charts whose specification fits them to their container;
 // - keeps its controls from submitting anything (Enter in a text box does nothing but update the
@@ -55,6 +58,22 @@
     if (value && typeof value === "object") {
       const result = {};
       for (const [key, item] of Object.entries(value)) result[key] = themed(item, style);
+      return result;
+    }
+    return value;
+  }
+
+  // The specification with every colour named in `variants` (lower-case "#rrggbb" -> colour)
+  // replaced by its variant.
+  function recoloured(value, variants) {
+    if (typeof value === "string") {
+      const variant = variants[value.toLowerCase()];
+      return variant === undefined ? value : variant;
+    }
+    if (Array.isArray(value)) return value.map((item) => recoloured(item, variants));
+    if (value && typeof value === "object") {
+      const result = {};
+      for (const [key, item] of Object.entries(value)) result[key] = recoloured(item, variants);
       return result;
     }
     return value;
@@ -137,7 +156,11 @@
   }
 
   async function embed(figure, spec, values) {
-    const colours = themed(spec, getComputedStyle(document.documentElement));
+    let colours = themed(spec, getComputedStyle(document.documentElement));
+    const variants = (spec.usermeta || {}).dark_colors;
+    if (variants && document.documentElement.dataset.theme === "dark") {
+      colours = recoloured(colours, variants);
+    }
     if (figure.peView) figure.peView.finalize();
     figure.textContent = "";
     const result = await window.vegaEmbed(figure, colours, { renderer: "svg", actions: false });

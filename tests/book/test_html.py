@@ -1154,18 +1154,27 @@ def test_no_code_or_output_scrolls_at_1280(visit, relpath: str) -> None:
     assert not wide, f"{relpath}: code or output scrolls sideways at 1280 px: {wide[:5]}"
 
 
-SHARPNESS = """() => Array.from(document.querySelectorAll('article img'))
+# The pixels of the file each image shows (an image with a srcset reports a naturalWidth scaled
+# by the density of the copy it chose; the file loaded on its own gives its pixels).
+SHARPNESS = """() => Promise.all(Array.from(document.querySelectorAll('article img'))
     .filter(img => img.getClientRects().length > 0 && img.clientWidth > 0)
-    .map(img => ({src: img.currentSrc.split('/').pop(), natural: img.naturalWidth,
-                  shown: img.clientWidth, vector: /\\.svg($|\\?)/.test(img.currentSrc)}))"""
+    .map(async img => {
+        const file = new Image();
+        file.src = img.currentSrc;
+        await file.decode();
+        return {src: img.currentSrc.split('/').pop(), natural: file.naturalWidth,
+                shown: img.clientWidth, vector: /\\.svg($|\\?)/.test(img.currentSrc)};
+    }))"""
 
 
 @pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
 def test_figures_are_sharp_on_high_dpi_screens(visit, relpath: str) -> None:
-    """Every figure image is vector, or has at least 1.5 pixels per displayed CSS pixel."""
+    """Every figure image is vector, or has at least 1.5 pixels per displayed CSS pixel, on a
+    screen with two device pixels per CSS pixel (a figure's ``srcset`` gives a screen of lower
+    density a smaller copy)."""
     if not CHAPTER_PAGES:
         _not_available(f"no chapter pages under {HTML_DIR}: run `make book` first")
-    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}).page
+    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}, device_scale_factor=2).page
     page.wait_for_load_state("networkidle")
     check_images(page)
     soft = [
@@ -1324,6 +1333,423 @@ def test_first_visit_weight(browser, base_url, relpath: str) -> None:
     assert all(size < 50_000 for size in icons), f"the whole icon font script: {icons}"
     if relpath in CHAPTER_PAGES:
         assert total < MAX_CHAPTER_BYTES, f"{relpath}: {total / 1e6:.2f} MB on a first visit"
+
+
+# --------------------------------------------------------------------------- the reader's screen
+# Issue 25: figures in shape, formulas without scrollbars, lines visible in both themes, no
+# serious accessibility fault, a phone that does not wait.
+
+AXE = ROOT / "tests" / "book" / "axe-core" / "axe.min.js"
+# The impacts axe-core rates "serious" and "critical": none may remain on any page.
+FORBIDDEN_IMPACTS = {"serious", "critical"}
+
+
+@pytest.fixture(scope="session")
+def browser_with_scrollbars(browser):
+    """Chromium as a desktop whose scrollbars are always shown (Windows, most Linux desktops,
+    macOS with a mouse): Playwright's headless default hides them (``--hide-scrollbars``), which
+    hid every scroll box that should not be one. Launched by the session's Playwright."""
+    shown = browser.browser_type.launch(
+        executable_path=find_chromium(),
+        args=CHROMIUM_FLAGS,
+        ignore_default_args=["--hide-scrollbars"],
+    )
+    try:
+        yield shown
+    finally:
+        shown.close()
+
+
+def _open(browser, base_url: str, relpath: str, theme: str | None = None, **options) -> PageVisit:
+    """``relpath`` loaded and settled: network idle, math typeset and fitted, figures drawn."""
+    script = f"localStorage.setItem('mode', '{theme}')" if theme else None
+    page_visit = PageVisit(browser, base_url, relpath, init_script=script, **options)
+    page = page_visit.page
+    page.goto(page_visit.url, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    if page.locator("div.math, span.math").count():
+        page.wait_for_function(
+            "() => document.documentElement.dataset.peMathFitted === 'true'",
+            timeout=MATH_TIMEOUT_MS,
+        )
+    if relpath in PAGES_WITH_FIGURES:
+        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    return page_visit
+
+
+# Each figure image: the aspect it is shown at against its own, once loaded.
+FIGURE_SHAPES = """() => Promise.all(Array.from(
+        document.querySelectorAll('article .cell_output img'), async img => {
+    const file = new Image();  // the pixels of the file shown (naturalWidth is density-scaled)
+    if (img.currentSrc) { file.src = img.currentSrc; await file.decode(); }
+    return {
+    src: img.getAttribute('src').split('/').pop(),
+    shown: img.clientWidth / img.clientHeight,
+    natural: img.naturalWidth / img.naturalHeight,
+    lazy: img.loading === 'lazy',
+    srcset: img.hasAttribute('srcset'),
+    current: img.currentSrc.split('/').pop(),
+    naturalWidth: file.naturalWidth,
+    width: img.clientWidth,
+};}))"""
+
+
+@pytest.mark.korean_browser
+@pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
+def test_figures_keep_their_shape_load_lazily_and_fit_a_phone(browser, base_url, relpath) -> None:
+    """At 400 px every figure keeps its aspect ratio (a circle stays a circle); every figure
+    loads lazily; each offers a copy for a phone's column, which the phone takes."""
+    if not CHAPTER_PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    page_visit = _open(browser, base_url, relpath, viewport={"width": NARROW_WIDTH, "height": 800})
+    try:
+        page = page_visit.page
+        before = page.evaluate(FIGURE_SHAPES)
+        assert not check_images(page)  # loads every figure (scrolling to each)
+        figures = page.evaluate(FIGURE_SHAPES)
+    finally:
+        page_visit.close()
+    squashed = [
+        f"{f['src']}: shown {f['shown']:.2f}, natural {f['natural']:.2f}"
+        for f in figures
+        if abs(f["shown"] / f["natural"] - 1) > 0.02
+    ]
+    assert not squashed, f"{relpath} at {NARROW_WIDTH} px, figures out of shape: {squashed}"
+    eager = [f["src"] for f in before if not f["lazy"]]
+    assert not eager, f"{relpath}: figures that load before the reader comes near them: {eager}"
+    big = [
+        f"{f['src']} loaded {f['current']} ({f['naturalWidth']} px for {f['width']} px)"
+        for f in figures
+        if f["srcset"] is False or f["naturalWidth"] > 2 * f["width"]
+    ]
+    assert not big, f"{relpath} at {NARROW_WIDTH} px, figures with no phone-sized copy: {big}"
+
+
+# Inline formulas that are scroll boxes, and scroll boxes of display math a keyboard cannot
+# reach or a screen reader cannot name.
+MATH_SCROLLERS = """() => {
+    const bad = [];
+    for (const box of document.querySelectorAll('article mjx-container')) {
+        const style = getComputedStyle(box);
+        const scrolls = ['auto', 'scroll'].includes(style.overflowX);
+        const text = (box.closest('.math') || box).textContent.slice(0, 40);
+        const inline = box.getAttribute('display') !== 'true';
+        const bar = box.offsetHeight - box.clientHeight - parseFloat(style.borderTopWidth)
+            - parseFloat(style.borderBottomWidth);
+        const overflowing = box.scrollWidth > box.clientWidth + 1;
+        if (inline && scrolls && !box.classList.contains('pe-math-scrolls')) {
+            bad.push(`inline formula is a scroll box (scrollbar ${bar} px): ${text}`);
+        } else if (scrolls && overflowing && !(box.tabIndex >= 0 && box.getAttribute('aria-label'))) {
+            bad.push(`formula scrolls, unreachable by keyboard or unnamed: ${text}`);
+        } else if (scrolls && bar > 0 && !overflowing) {
+            bad.push(`formula shows a scrollbar with nothing to scroll: ${text}`);
+        }
+    }
+    return bad;
+}"""
+
+
+@pytest.mark.korean_browser
+@pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_no_inline_formula_scrolls_with_scrollbars_shown(
+    browser_with_scrollbars, base_url, relpath: str, width: int
+) -> None:
+    """With scrollbars shown, no inline formula is a scroll box, none shows a scrollbar it does
+    not need, and a display formula that still scrolls is focusable and named."""
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    page_visit = _open(
+        browser_with_scrollbars, base_url, relpath, viewport={"width": width, "height": 900}
+    )
+    try:
+        bad = page_visit.page.evaluate(MATH_SCROLLERS)
+    finally:
+        page_visit.close()
+    assert not bad, f"{relpath} at {width} px ({len(bad)}): {bad[:5]}"
+
+
+# The layouts Chromium ran (the DevTools protocol's Performance.getMetrics, LayoutCount) while
+# the page fitted its equations again after the column changed width.
+REFIT_LAYOUTS_PAGE = "book/07_rope_alibi.html"
+
+
+def test_equations_are_fitted_in_one_layout(browser, base_url) -> None:
+    """pe-math.js measures every equation, then writes: one layout for the page, not one per
+    equation (chapter 7 has over a hundred formulas)."""
+    if REFIT_LAYOUTS_PAGE not in PAGES:
+        _not_available(f"{REFIT_LAYOUTS_PAGE} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, REFIT_LAYOUTS_PAGE, viewport={"width": WIDE_WIDTH, "height": 900}
+    )
+    try:
+        page = page_visit.page
+        session = page.context.new_cdp_session(page)
+        session.send("Performance.enable")
+        formulas = page.locator("article mjx-container").count()
+
+        def layouts() -> int:
+            metrics = session.send("Performance.getMetrics")["metrics"]
+            return int(next(m["value"] for m in metrics if m["name"] == "LayoutCount"))
+
+        page.wait_for_timeout(500)
+        start = layouts()
+        # Narrow the column by 30 px: the ResizeObserver fits every equation again.
+        page.evaluate("""() => new Promise(resolve => {
+            document.querySelector('article').style.maxWidth =
+                (document.querySelector('article').clientWidth - 30) + 'px';
+            requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(resolve, 200)));
+        })""")
+        spent = layouts() - start
+    finally:
+        page_visit.close()
+    assert formulas > 50, f"only {formulas} formulas on {REFIT_LAYOUTS_PAGE}: a vacuous check"
+    assert spent <= 4, f"{spent} layouts to fit {formulas} formulas again (expected one or two)"
+
+
+AXE_RUN = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+    .map(v => ({id: v.id, impact: v.impact, help: v.help,
+                nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 3), count: v.nodes.length}))"""
+
+
+@pytest.mark.korean_browser
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_no_serious_accessibility_violation(
+    browser_with_scrollbars, base_url, relpath: str, theme: str
+) -> None:
+    """axe-core (pinned and digest-checked from npm, tools/fetch_axe.py) finds no serious or
+    critical violation on the page, light and dark, scrollbars shown. Prints every finding."""
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    if not AXE.is_file():
+        _not_available(f"{AXE} is missing: run `python tools/fetch_axe.py`")
+    page_visit = _open(
+        browser_with_scrollbars,
+        base_url,
+        relpath,
+        theme,
+        viewport={"width": WIDE_WIDTH, "height": 900},
+    )
+    try:
+        page = page_visit.page
+        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+        violations = page.evaluate(AXE_RUN)
+    finally:
+        page_visit.close()
+    counts = {v["id"]: (v["impact"], v["count"]) for v in violations}
+    print(f"\naxe-core {theme} {relpath}: {counts}")
+    serious = [v for v in violations if v["impact"] in FORBIDDEN_IMPACTS]
+    assert not serious, f"{relpath} ({theme}): " + "; ".join(
+        f"{v['id']} ({v['impact']}, {v['count']}): {v['help']} at {v['nodes']}" for v in serious
+    )
+
+
+# Every mark of every chart that carries data (lines, points, symbols in the plot, not the
+# axes, gridlines or legend), its stroke or fill, with the page's background.
+CHART_MARKS = """() => {
+    const probe = document.createElement('div');
+    probe.style.color = getComputedStyle(document.documentElement)
+        .getPropertyValue('--pst-color-background');
+    document.body.appendChild(probe);
+    const page = getComputedStyle(probe).color;
+    probe.remove();
+    const marks = [];
+    for (const figure of document.querySelectorAll('div.pe-chart')) {
+        for (const path of figure.querySelectorAll(
+                'svg g.mark-line path, svg g.mark-symbol path, svg g.mark-area path')) {
+            if (path.closest('.role-legend, .role-axis')) continue;
+            const style = getComputedStyle(path);
+            const colour = style.stroke !== 'none' ? style.stroke : style.fill;
+            if (colour === 'none' || parseFloat(style.opacity) === 0) continue;
+            marks.push({chart: figure.dataset.peChart, colour});
+        }
+    }
+    return {page, marks};
+}"""
+
+
+def _contrast(first: str, second: str) -> float:
+    high, low = sorted((_luminance(first), _luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.korean_browser
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("relpath", sorted(PAGES_WITH_FIGURES) or ["<no figures>"])
+def test_every_chart_mark_has_3_to_1_contrast_with_the_page(
+    browser, base_url, relpath: str, theme: str
+) -> None:
+    """WCAG 2.1's 1.4.11 for the explorable figures: each line and point that carries data has at
+    least 3:1 contrast with the page, light and dark (charts follow the theme live)."""
+    if not PAGES_WITH_FIGURES:
+        _not_available(f"no figures under {HTML_DIR}: run `make book` first")
+    page_visit = _open(browser, base_url, relpath, theme)
+    try:
+        page = page_visit.page
+        assert page.evaluate("() => document.documentElement.dataset.theme") == theme
+        found = page.evaluate(CHART_MARKS)
+        # And after the reader switches theme on the page: the charts redraw in its colours.
+        other = "dark" if theme == "light" else "light"
+        page.evaluate(f"() => document.documentElement.dataset.theme = '{other}'")
+        page.wait_for_timeout(1500)
+        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+        switched = page.evaluate(CHART_MARKS)
+    finally:
+        page_visit.close()
+    problems = []
+    for label, result in ((theme, found), (f"switched to {other}", switched)):
+        assert result["marks"], f"{relpath}: no chart marks found ({label})"
+        weak = {
+            f"{m['chart']} {m['colour']}: {_contrast(m['colour'], result['page']):.2f}"
+            for m in result["marks"]
+            if _contrast(m["colour"], result["page"]) < 3
+        }
+        problems += [f"{label}, page {result['page']}: {sorted(weak)}"] if weak else []
+    assert not problems, f"{relpath}: chart marks below 3:1 with the page: {problems}"
+
+
+CODE_CUT = """() => Array.from(document.querySelectorAll('article div.highlight pre, article div.cell_output pre'))
+    .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => pre.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b).slice(0, 60))"""
+
+
+@pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
+def test_code_wraps_on_a_phone(browser, base_url, relpath: str) -> None:
+    """At 400 px no code cell or output is cut at the column's edge: long lines wrap."""
+    if not CHAPTER_PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    page_visit = _open(browser, base_url, relpath, viewport={"width": NARROW_WIDTH, "height": 800})
+    try:
+        cut = page_visit.page.evaluate(CODE_CUT)
+    finally:
+        page_visit.close()
+    assert not cut, f"{relpath} at {NARROW_WIDTH} px, {len(cut)} code blocks cut: {cut[:3]}"
+
+
+THEME_SWITCH = "button.theme-switch-button"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_first_visit_follows_the_system_and_the_switch_changes_the_page(
+    browser, base_url, scheme: str
+) -> None:
+    """A first visit (nothing stored) shows the system's colour scheme; the first click on the
+    theme switch shows the other one."""
+    if SAMPLE_CHAPTER not in PAGES:
+        _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
+    page_visit = PageVisit(browser, base_url, SAMPLE_CHAPTER, color_scheme=scheme)
+    try:
+        page = page_visit.page
+        page.goto(page_visit.url, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        first = page.evaluate("() => document.documentElement.dataset.theme")
+        switches = page.locator(THEME_SWITCH)
+        visible = [switches.nth(i) for i in range(switches.count()) if switches.nth(i).is_visible()]
+        assert visible, "no visible theme switch"
+        visible[0].click()
+        page.wait_for_timeout(300)
+        after = page.evaluate("() => document.documentElement.dataset.theme")
+    finally:
+        page_visit.close()
+    assert first == scheme, f"a {scheme} system's first visit shows the {first} theme"
+    assert after != first, f"the first click on the theme switch left the page {after}"
+
+
+@pytest.mark.korean_browser
+def test_every_page_has_a_meta_description() -> None:
+    """What a search engine shows under the page's title: the page's own words."""
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    missing, shared = [], {}
+    for relpath in PAGES:
+        text = (HTML_DIR / relpath).read_text(encoding="utf-8")
+        if relpath == "index.html" and "http-equiv" in text:  # the redirect to the intro
+            continue
+        found = re.findall(r'<meta name="description" content="([^"]+)"', text)
+        if len(found) != 1 or len(found[0]) < 20:
+            missing.append(relpath)
+        else:
+            shared.setdefault(found[0], []).append(relpath)
+    assert not missing, f"pages without one description: {missing}"
+    repeated = {text: pages for text, pages in shared.items() if len(pages) > 1}
+    assert not repeated, f"pages sharing a description: {repeated}"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_search_highlight_keeps_text_contrast(browser, base_url, theme: str) -> None:
+    """The words a search led to, highlighted on the page (``?highlight=``), keep 4.5:1."""
+    if SAMPLE_CHAPTER not in PAGES:
+        _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
+    if not AXE.is_file():
+        _not_available(f"{AXE} is missing: run `python tools/fetch_axe.py`")
+    page_visit = _open(browser, base_url, SAMPLE_CHAPTER + "?highlight=wavelength", theme)
+    try:
+        page = page_visit.page
+        page.wait_for_function("() => document.querySelector('span.highlighted') !== null")
+        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+        found = page.evaluate(
+            """async () => (await axe.run({include: [['span.highlighted']]},
+                {runOnly: ['color-contrast']})).violations.map(v => v.nodes.length)"""
+        )
+    finally:
+        page_visit.close()
+    assert not found, f"{theme}: {sum(found)} highlighted words below 4.5:1"
+
+
+# Every text of a chart (tick labels, titles, legends) inside the chart's own box, at each
+# control's smallest and largest setting.
+CHART_TEXT_CUT = """async () => {
+    const cut = [];
+    for (const figure of document.querySelectorAll('div.pe-chart')) {
+        const view = figure.peView;
+        const sliders = Array.from(figure.querySelectorAll('.vega-bindings input[type=range]'));
+        const start = sliders.map(input => input.value);
+        // Every slider at its end, together, then each alone.
+        const settings = [sliders.map(i => i.min), sliders.map(i => i.max)];
+        sliders.forEach((input, k) => {
+            for (const end of [input.min, input.max]) {
+                settings.push(start.map((value, m) => (m === k ? end : value)));
+            }
+        });
+        settings.push(start);
+        for (const values of settings) {
+            sliders.forEach((input, k) => {
+                input.value = values[k];
+                input.dispatchEvent(new Event('input', {bubbles: true}));
+            });
+            await view.runAsync();
+            await new Promise(resolve => setTimeout(resolve, 100));
+            const box = figure.querySelector('svg').getBoundingClientRect();
+            for (const text of figure.querySelectorAll('svg text')) {
+                const r = text.getBoundingClientRect();
+                if (!text.textContent.trim() || r.width === 0) continue;
+                if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5
+                        || r.bottom > box.bottom + 0.5) {
+                    const where = sliders.map((input, k) => `${input.name} ${values[k]}`);
+                    cut.push(`${figure.dataset.peChart} (${where.join(', ')}): `
+                             + `"${text.textContent}"`);
+                }
+            }
+        }
+    }
+    return Array.from(new Set(cut));
+}"""
+
+
+@pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
+@pytest.mark.parametrize("relpath", sorted(PAGES_WITH_FIGURES) or ["<no figures>"])
+def test_chart_text_is_never_cut(browser, base_url, relpath: str, width: int) -> None:
+    """No tick label, title or legend of a chart reaches past its box (chapter 8's log axis cut
+    "0.003" to ".003" at factor 16)."""
+    if not PAGES_WITH_FIGURES:
+        _not_available(f"no figures under {HTML_DIR}: run `make book` first")
+    page_visit = _open(browser, base_url, relpath, viewport={"width": width, "height": 900})
+    try:
+        cut = page_visit.page.evaluate(CHART_TEXT_CUT)
+    finally:
+        page_visit.close()
+    assert not cut, f"{relpath} at {width} px, chart text cut at its box: {cut[:6]}"
 
 
 @pytest.mark.korean_browser

@@ -87,7 +87,7 @@ book-en: $(STAMP) weights $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS) $(REBUILD_ALL)
 	touch $(BUILT_STAMP)
 
-## check: the quick loop: ruff, mypy --strict, the library, checker and book tests, nbval.
+## check: the quick loop: ruff, mypy --strict, the library, checker, tool and book tests, nbval.
 check: lint unit nbval
 
 ## test: everything: `make check`, chapter 9 on other seeds, the chapters under generic CPU

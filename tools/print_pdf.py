@@ -203,7 +203,10 @@ ASSEMBLE = r"""async ([front, articles, styles, sheets]) => {
     article.innerHTML = front
         + articles.map(a => `<div class="pe-print-document">${a}</div>`).join('');
     await Promise.all(loads);
-    await Promise.all(Array.from(article.querySelectorAll('img'), img => img.decode().catch(() => {
+    // The pages load their figures lazily, as they near the screen; a printed book loads them all.
+    const images = Array.from(article.querySelectorAll('img'));
+    for (const img of images) img.loading = 'eager';
+    await Promise.all(images.map(img => img.decode().catch(() => {
         throw new Error('image not loaded: ' + img.src);
     })));
     await document.fonts.ready;

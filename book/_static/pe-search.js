@@ -17,8 +17,7 @@
   // TeX as text: \(m\,\theta_i\) -> "m theta_i", \(\mathbb{R}^d\) -> "R^d".
   function plainMath(tex) {
     return tex
-      .replace(/^\s*\\[([]/, "")
-      .replace(/\\[)\]]\s*$/, "")
+      .replace(/\\[()[\]]/g, " ") // the delimiters, wherever they stand (after an equation number too)
       .replace(/\\(?:text|mathrm|mathit|mathbf|mathbb|mathcal|operatorname)\{([^{}]*)\}/g, "$1")
       .replace(/\\[,;:!]/g, " ")
       .replace(/\\([A-Za-z]+)/g, " $1")

@@ -50,20 +50,17 @@ only multiples of 64 exist. Position 10,001 becomes 9,984, and the angle of the 
 Two formulas for one rotation, each with a reason: with autograd, under ``torch.compile`` (which
 fuses it by itself) and under ``torch.jit.trace``, plain out-of-place operations
 (``_rotate_formula``); otherwise the result is written into its output (``_rotate_into``, also
-the ``out=`` path) in one pass where one operation does it (the interleaved pairs as complex
-numbers), else block by block, each block small enough to stay in a per-core cache, so ``x`` is
-read from memory once and the result written once. :func:`apply_rope` keeps the cos and sin of
-its default positions for the next call with the same arguments (a few tables, the least
-recently used dropped first). The costs of both formulas, against one elementwise pass over ``x``
-and Hugging Face's formula, are measured by
+the ``out=`` path): the interleaved float32 pairs as complex numbers times ``cos + i sin``, one
+pass; the half layout in three passes over cache-sized blocks; a float16 or bfloat16 input
+copied block by block into float32 scratch, rotated there and rounded once. The cos and sin are
+computed at every call (no state is kept between calls). Their costs against Hugging Face's
+formula, rotary-embedding-torch and one elementwise pass over ``x`` are measured by
 ``benchmarks/rope_speed.py`` and recorded in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -89,12 +86,9 @@ from .rope_scaling import ScalingConfig, frequencies_at, resolve_scaling, rope_f
 
 __all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies", "rotate"]
 
-#: Elements of ``x`` rotated per block when autograd is off: 512 KiB of float32, so that a block,
-#: its output and the tables stay in a 1 MiB per-core cache; a staged block (a float16 or
-#: bfloat16 input copied to float32) twice that, since its five operations per block pay their
-#: fixed cost more often (``benchmarks/README.md``).
-_BLOCK_ELEMENTS = 1 << 17
-_STAGED_BLOCK_ELEMENTS = 1 << 18
+#: Elements of ``x`` per block of the half layout's passes and of a staged (float16 or bfloat16)
+#: input: 1 MiB of float32, so that a block and its tables stay in a per-core cache.
+_BLOCK_ELEMENTS = 1 << 18
 
 
 def _frequencies_on(
@@ -263,20 +257,33 @@ def _as_complex(x: torch.Tensor) -> torch.Tensor:
     return torch.view_as_complex(_as_pairs(x))
 
 
-def _halves(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``x`` and views of the two halves of its last dimension."""
-    half = x.shape[-1] // 2
-    return x, x[..., :half], x[..., half:]
+def _pass_tables(cos: torch.Tensor, sin: torch.Tensor, layout: str) -> list[torch.Tensor]:
+    """The tables :func:`_rotate_pass` reads, from cos and sin ``(..., seq_len, n)``:
+    interleaved, ``[cos + i sin]`` ``(..., seq_len, n)`` complex; half, ``[cos repeated for
+    both halves (..., seq_len, 2n), sin (..., seq_len, n)]``."""
+    if layout == "interleaved":
+        return [torch.complex(cos, sin)]
+    return [torch.cat((cos, cos), dim=-1), sin]
 
 
-def _half_into(
-    x: tuple[torch.Tensor, ...], out: tuple[torch.Tensor, ...], cos: torch.Tensor, sin: torch.Tensor
+def _operands(x: torch.Tensor, layout: str) -> tuple[torch.Tensor, ...]:
+    """The views of ``x`` ``(..., 2n)`` that :func:`_rotate_pass` reads or writes: interleaved,
+    its pairs as complex numbers ``(..., n)``; half, ``x`` and its two halves ``(..., n)``."""
+    if layout == "interleaved":
+        return (_as_complex(x),)
+    return x, x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+
+
+def _rotate_pass(
+    x: tuple[torch.Tensor, ...], out: tuple[torch.Tensor, ...], tables: list[torch.Tensor]
 ) -> None:
-    """The half layout's rotation of ``x`` into ``out``, each given with its halves
-    (:func:`_halves`); ``cos`` repeated for both halves ``(..., 2n)``, ``sin`` ``(..., n)``."""
-    torch.mul(x[0], cos, out=out[0])  # (x1 cos, x2 cos): one pass over whole rows
-    out[1].addcmul_(x[2], sin, value=-1.0)
-    out[2].addcmul_(x[1], sin)
+    """The rotation of ``x`` written into ``out``, both given as :func:`_operands` in the
+    tables' dtype. Interleaved: one complex multiplication, one pass (``out`` may be ``x``).
+    Half: ``x cos`` over whole rows, then the half-rows' products with sin added."""
+    torch.mul(x[0], tables[0], out=out[0])  # interleaved: the whole rotation
+    if len(x) == 3:  # half: the half-rows' products with sin
+        out[1].addcmul_(x[2], tables[1], value=-1.0)
+        out[2].addcmul_(x[1], tables[1])
 
 
 def _rotate_into(
@@ -284,47 +291,45 @@ def _rotate_into(
 ) -> None:
     """Formula 2, the rotation written into ``out``, without autograd.
 
-    Interleaved: one complex multiplication of the pairs by ``cos + i sin``, in a single pass
-    when ``x`` and ``out`` are in ``cos.dtype`` and their pairs view as complex numbers. Half:
-    ``x cos`` over whole rows, then the half-rows' products with sin added. Those passes, and
-    an input staged in ``cos.dtype`` (its result rounded once to ``out.dtype``), run block by
-    block (``_BLOCK_ELEMENTS``, ``_STAGED_BLOCK_ELEMENTS``), each block small enough to stay in
-    a per-core cache, so ``x`` is read from memory once and ``out`` written once.
+    When ``x`` and ``out`` are in ``cos.dtype``: interleaved (pairs that view as complex
+    numbers), one pass over the whole tensor; half, its three passes block by block
+    (``_BLOCK_ELEMENTS``), each block small enough to stay in a per-core cache. Otherwise
+    staged: each block of ``x`` is copied into contiguous scratch in ``cos.dtype``, rotated
+    there, and rounded once into ``out``; so a bfloat16 input costs no full-size float32 copy.
     """
     lead = (1,) * (x.dim() - cos.dim())
-    cos, sin = cos.reshape(*lead, *cos.shape), sin.reshape(*lead, *sin.shape)
-    dtype = cos.dtype
-    if layout == "interleaved":
-        tables = [torch.complex(cos, sin)]
-        if x.dtype == out.dtype == dtype and _pairs_viewable(x) and _pairs_viewable(out):
-            torch.mul(_as_complex(x), tables[0], out=_as_complex(out))
-            return
-    else:
-        tables = [torch.cat((cos, cos), dim=-1), sin]
-        if x.dtype == dtype:  # no staging: straight from x into out
-            blocks = _blocks([*_halves(x), *_halves(out), *tables], _BLOCK_ELEMENTS)
-            for xb, x1, x2, ob, o1, o2, cb, sb in blocks:
-                _half_into((xb, x1, x2), (ob, o1, o2), cb, sb)
-            return
-    # Staged: each block is copied into contiguous scratch in cos.dtype, rotated there and
-    # rounded once into out (interleaved in place, as the copy's pairs view as complex numbers).
-    blocks = _blocks([x, out, *tables], _STAGED_BLOCK_ELEMENTS)
+    tables = _pass_tables(cos.reshape(*lead, *cos.shape), sin.reshape(*lead, *sin.shape), layout)
+    same_dtype = x.dtype == out.dtype == cos.dtype
+    if same_dtype and layout == "interleaved" and _pairs_viewable(x) and _pairs_viewable(out):
+        _rotate_pass(_operands(x, layout), _operands(out, layout), tables)
+        return
+    blocks = _blocks([x, out, *tables], _BLOCK_ELEMENTS)
+    if same_dtype and layout == "half":
+        for xb, ob, *table in blocks:
+            _rotate_pass(_operands(xb, layout), _operands(ob, layout), table)
+        return
     size = max(block[0].numel() for block in blocks)
-    scratch = torch.empty(2 * size, dtype=dtype, device=x.device)
-    views: dict[torch.Size, tuple[tuple[torch.Tensor, ...], ...]] = {}  # by block shape
+    # interleaved rotates its copy in place (an elementwise out= may be its input)
+    scratch = torch.empty(
+        (1 if layout == "interleaved" else 2) * size, dtype=cos.dtype, device=x.device
+    )
+    Operands = tuple[torch.Tensor, ...]
+    views: dict[torch.Size, tuple[torch.Tensor, torch.Tensor, Operands, Operands]] = {}
     for xb, ob, *table in blocks:
         if xb.shape not in views:
             n = xb.numel()
-            xs, rs = scratch[:n].view(xb.shape), scratch[n : 2 * n].view(xb.shape)
-            views[xb.shape] = (_halves(xs), _halves(rs), (_as_complex(xs),))
-        xs_parts, rs_parts, (xc,) = views[xb.shape]
-        xs_parts[0].copy_(xb)
-        if layout == "interleaved":
-            xc.mul_(table[0])
-            ob.copy_(xs_parts[0])  # the one rounding to out's dtype
-        else:
-            _half_into(xs_parts, rs_parts, table[0], table[1])
-            ob.copy_(rs_parts[0])  # the one rounding to out's dtype
+            staged = scratch[:n].view(xb.shape)
+            rotated = staged if layout == "interleaved" else scratch[n : 2 * n].view(xb.shape)
+            views[xb.shape] = (
+                staged,
+                rotated,
+                _operands(staged, layout),
+                _operands(rotated, layout),
+            )
+        staged, rotated, staged_operands, rotated_operands = views[xb.shape]
+        staged.copy_(xb)
+        _rotate_pass(staged_operands, rotated_operands, table)
+        ob.copy_(rotated)  # the one rounding to out's dtype
 
 
 def _check_tables(x: torch.Tensor, cos: object, sin: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -382,8 +387,8 @@ def _rotate(
     """:func:`rotate` for checked arguments, ``cos`` and ``sin`` in the rotation dtype."""
     rotary = 2 * cos.shape[-1]
     with _no_autocast(x.device):
-        # The blocked passes write into buffers: autograd, compiled graphs, traces and vmap's
-        # batched tensors take the formula (vmap runs under autograd when it trains models).
+        # Formula 2 writes into buffers: autograd, compiled graphs, traces and vmap's batched
+        # tensors take formula 1 (vmap runs under autograd when it trains models).
         plain = torch.is_grad_enabled() or torch.compiler.is_compiling() or is_tracing()
         if plain:
             if rotary == x.shape[-1]:
@@ -394,11 +399,8 @@ def _rotate(
             return result if out is None else out.copy_(result)
         if out is None:
             out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        if rotary == x.shape[-1]:
-            _rotate_into(x, cos, sin, layout, out)
-        else:
-            _rotate_into(x[..., :rotary], cos, sin, layout, out[..., :rotary])
-            out[..., rotary:].copy_(x[..., rotary:])
+        _rotate_into(x[..., :rotary], cos, sin, layout, out[..., :rotary])
+        out[..., rotary:].copy_(x[..., rotary:])  # partial rotation: the rest pass unchanged
         return out
 
 
@@ -455,54 +457,16 @@ def _rotation_tables(
     return cos.to(dtype), sin.to(dtype)
 
 
-#: apply_rope's tables for its default positions ``0 .. seq_len - 1``, by everything they depend
-#: on; beyond ``_CACHED_TABLES`` entries, the least recently used is dropped.
-_TABLE_CACHE: OrderedDict[tuple[object, ...], tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
-_CACHED_TABLES = 8
-_TABLE_CACHE_LOCK = threading.Lock()
-
-
 def _tables(
     config: ScalingConfig,
     head_dim: int,
     seq_len: float | None,
     positions: torch.Tensor,
     dtype: torch.dtype,
-    *,
-    cache: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention-scaled cos and sin ``(..., len(positions), n)`` on the positions' device.
-
-    ``cache``: ``positions`` is ``arange(n)``, and the tables are kept for the next call with
-    the same arguments (their cost is about a tenth of a pass over a ``(8, 16, 1024, 64)``
-    input, ``benchmarks/README.md``). Tables made in inference mode are kept apart, since
-    autograd cannot save those for backward.
-    """
-    if cache:
-        key = (
-            config.rope_type,
-            config.entry.compute,
-            config.base,
-            repr(sorted(config.params.items())),
-            head_dim,
-            seq_len,
-            positions.shape[-1],
-            dtype,
-            positions.device,
-            torch.is_inference_mode_enabled(),
-        )
-        with _TABLE_CACHE_LOCK:
-            if key in _TABLE_CACHE:
-                _TABLE_CACHE.move_to_end(key)
-                return _TABLE_CACHE[key]
+    """Attention-scaled cos and sin ``(..., len(positions), n)`` on the positions' device."""
     theta, attention_factor = _frequencies_on(config, head_dim, seq_len, positions.device)
-    tables = _rotation_tables(_angles(positions, theta), attention_factor, dtype)
-    if cache:
-        with _TABLE_CACHE_LOCK:
-            _TABLE_CACHE[key] = tables
-            while len(_TABLE_CACHE) > _CACHED_TABLES:
-                _TABLE_CACHE.popitem(last=False)
-    return tables
+    return _rotation_tables(_angles(positions, theta), attention_factor, dtype)
 
 
 def _rotation_dtype(x: torch.Tensor) -> torch.dtype:
@@ -562,9 +526,6 @@ def apply_rope(
         if out is not None:
             out = _check_out("out", out, x)
         head_dim = static_size(x, -1)  # a Python int also while tracing: theta is fixed
-        # kept tables: plain tensors only (not a trace's, a compiled graph's or fake ones)
-        cached = positions is None and type(x) is torch.Tensor
-        cached = cached and not (is_tracing() or torch.compiler.is_compiling())
         if positions is None:
             # under tracing, x.shape[-2] is a traced size, so the trace holds for every length
             positions = torch.arange(x.shape[-2], device=x.device)
@@ -572,7 +533,7 @@ def apply_rope(
             positions = check_positions("positions", positions)
             check_positions_match("positions", positions, x)
         length = _length_for(config, positions, seq_len, "apply_rope")
-        cos, sin = _tables(config, head_dim, length, positions, _rotation_dtype(x), cache=cached)
+        cos, sin = _tables(config, head_dim, length, positions, _rotation_dtype(x))
         return _rotate(x, cos, sin, layout, out)
 
 

@@ -403,7 +403,7 @@ def test_compiles_in_one_graph(layout):
             torch.testing.assert_close(got, expected)
 
 
-# --- blocks (no autograd) against the plain formula (autograd) ---------------------------------
+# --- without autograd (written into the output) against the formula (autograd) -----------------
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -411,17 +411,17 @@ def test_compiles_in_one_graph(layout):
 @pytest.mark.parametrize(
     "shape", [(70_000, 4), (3, 50_000, 6), (2, 5, 3000, 64), (1, 3, 2, 70_000, 2)]
 )
-def test_blockwise_rotation_equals_the_differentiable_formula(layout, dtype, shape):
-    """Inputs larger than one block (2**17 elements, 2**18 staged), split along every leading dimension."""
+def test_rotation_without_autograd_equals_the_differentiable_formula(layout, dtype, shape):
+    """Inputs larger than one staged block (2**18 elements), split along every leading dimension."""
     x = torch.randn(shape).to(dtype)
     positions = torch.randint(0, 10**6, shape[-2:-1])
-    blockwise = apply_rope(x, positions, layout=layout)
+    without_autograd = apply_rope(x, positions, layout=layout)
     differentiable = apply_rope(x.clone().requires_grad_(), positions, layout=layout).detach()
-    torch.testing.assert_close(blockwise, differentiable)
+    torch.testing.assert_close(without_autograd, differentiable)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_blockwise_rotation_with_strided_input_and_per_vector_positions(layout):
+def test_rotation_of_strided_input_with_per_vector_positions(layout):
     qkv = torch.randn(4, 1500, 6, 3 * 32)  # (batch, seq_len, heads, 3 * head_dim)
     q = qkv[..., 32:64].transpose(1, 2)  # (batch, heads, seq_len, head_dim), strided
     positions = torch.randint(0, 10**5, (4, 1, 1500))

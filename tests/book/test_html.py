@@ -1282,8 +1282,14 @@ USERS_OF_FILES = {
     "_static/fonts/noto-sans-kr.css": SHOWS_HANGUL,
     "_static/hangul.css": SHOWS_HANGUL,
 }
-# Files no page loads: Vega-Lite (the build compiles every chart to Vega).
-NEVER_LOADED = ("vega-lite.min.js",)
+# Files no page loads: Vega-Lite (the build compiles every chart to Vega), and the theme's whole
+# Font Awesome fonts (the pages draw their few glyphs from the subsets of book/_static/
+# icon-font.css; a glyph missing there would fetch a whole font).
+NEVER_LOADED = ("vega-lite.min.js",) + tuple(
+    f"vendor/fontawesome/webfonts/{font}.{kind}"
+    for font in ("fa-solid-900", "fa-regular-400", "fa-brands-400")
+    for kind in ("woff2", "ttf")
+)
 
 
 def _holds_user(page, user: str) -> bool:

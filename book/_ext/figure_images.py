@@ -76,7 +76,12 @@ def visit_image(self: Any, node: nodes.image) -> None:
     if attributes is None:
         type(self).visit_image(self, node)
         return
-    suffix = "" if isinstance(node.parent, nodes.TextElement) else "\n"
+    # A line break after it unless it stands in text (docutils' rule: a link around it is not text).
+    parent = node.parent
+    in_text = isinstance(parent, nodes.TextElement) and not (
+        isinstance(parent, nodes.reference) and not isinstance(parent.parent, nodes.TextElement)
+    )
+    suffix = "" if in_text else "\n"
     alt = node.get("alt", attributes["src"])
     self.body.append(self.emptytag(node, "img", suffix, alt=alt, **attributes))
 

@@ -17,8 +17,11 @@ Icon fonts: the theme's stylesheet still draws a few glyphs from the Font Awesom
 for them. ``_static/icon-font.css`` (in ``html_css_files``) sets the glyphs through the theme's
 CSS variables and points the fonts' families at subsets; after the build this writes those
 subsets, holding just the code points that stylesheet names, from the Font Awesome release the
-theme bundles (its TrueType fonts, fetched with the SVG files). The theme's stylesheet is left as
-it is.
+theme bundles (its TrueType fonts, fetched with the SVG files). The stylesheet names each glyph
+as a CSS string ("\\f058"); its ``@font-face`` rules come after the theme's (the theme links its
+stylesheet before ``html_css_files``), and of two faces with the same descriptors a browser uses
+the later, so the whole fonts are never fetched. It also gives the icon elements, which the icon
+script draws as SVG, no glyph (``content: none``), also before the script has run.
 
 Figures: matplotlib writes RGBA PNGs with zlib's default effort, though every pixel of the book's
 figures is opaque. After the build this re-encodes each PNG under ``_images`` in the smallest mode

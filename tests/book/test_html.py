@@ -492,8 +492,9 @@ def test_chapter_offers_launch_buttons_and_download(visit, notebook: str) -> Non
     book_path = "/".join(p for p in (config["repository"].get("path_to_book", ""), notebook) if p)
     page = visit(relpath).page
 
+    # In the launch and download menus, hidden until opened: by name, hidden or not.
     def link(name: str) -> str:
-        links = page.get_by_role("link", name=re.compile(rf"^{name}$"))
+        links = page.get_by_role("link", name=re.compile(rf"(^| ){name}$"), include_hidden=True)
         assert links.count() == 1, f"{links.count()} links named {name!r} on {relpath}"
         return links.first.get_attribute("href")
 
@@ -504,7 +505,7 @@ def test_chapter_offers_launch_buttons_and_download(visit, notebook: str) -> Non
     colab = urlsplit(link("Colab"))
     assert colab.netloc == urlsplit(config["launch_buttons"]["colab_url"]).netloc
     assert colab.path == f"/github/{owner_repo}/blob/{branch}/{book_path}", colab
-    live = page.get_by_role("button", name=re.compile("Live Code"))
+    live = page.get_by_role("button", name=re.compile("Live Code"), include_hidden=True)
     assert live.count() == 1, "no Thebe 'Live Code' button"
     assert page.evaluate("typeof initThebeSBT") == "function", "the Live Code button does nothing"
 

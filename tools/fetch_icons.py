@@ -3,10 +3,12 @@
 pydata-sphinx-theme ships Font Awesome Free as one minified script (``scripts/fontawesome.js``,
 1.5 MB) that turns every ``<i class="fa-...">`` into an inline SVG. ``book/_ext/site_assets.py``
 replaces it after the build with a script holding just the icons the pages name, read from the
-SVG files Font Awesome publishes for each icon (``svgs/solid/bars.svg``, ...): this script
-downloads the pinned release of ``@fortawesome/fontawesome-free`` from the npm registry, checks it
-against the registry's sha512 digest and writes those files and the licence into
-``book/_ext/fontawesome/`` (used at build time only). ``make book`` runs it when they are missing.
+SVG files Font Awesome publishes for each icon (``svgs/solid/bars.svg``, ...), and cuts its
+TrueType fonts (``webfonts/fa-solid-900.ttf``, ...) down to the glyphs ``book/_static/
+icon-font.css`` names: this script downloads the pinned release of ``@fortawesome/fontawesome-free``
+from the npm registry, checks it against the registry's sha512 digest and writes those files and
+the licence into ``book/_ext/fontawesome/`` (used at build time only). ``make book`` runs it when
+they are missing.
 
 Keep ``VERSION`` at the Font Awesome release the pinned pydata-sphinx-theme bundles (the first
 line of its ``fontawesome.js.LICENSE.txt``); ``tests/tools/test_site_assets.py`` checks that.
@@ -26,6 +28,7 @@ VERSION = "6.5.2"
 # `dist.integrity` of the release in the npm registry's metadata.
 INTEGRITY = "sha512-hRILoInAx8GNT5IMkrtIt9blOdrqHOnPBH+k70aWUAqPZPgopb9G5EQJFpaBx/S8zp2fC+mPW349Bziuk1o28Q=="
 STYLES = ("solid", "regular", "brands")
+FONTS = ("fa-solid-900.ttf", "fa-regular-400.ttf", "fa-brands-400.ttf")
 
 
 def main() -> int:
@@ -38,6 +41,13 @@ def main() -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(archive.extractfile(member).read())
             written += 1
+        elif member.isfile() and parts[:2] == ["package", "webfonts"] and parts[2] in FONTS:
+            path = TARGET / "webfonts" / parts[2]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(archive.extractfile(member).read())
+    missing = [name for name in FONTS if not (TARGET / "webfonts" / name).is_file()]
+    if missing:
+        raise SystemExit(f"{PACKAGE} {VERSION} has no webfonts/{missing}")
     if written == 0:
         raise SystemExit(f"{PACKAGE} {VERSION} has no svgs/{{{','.join(STYLES)}}}/*.svg")
     (TARGET / "LICENSE.txt").write_bytes(archive.extractfile("package/LICENSE.txt").read())

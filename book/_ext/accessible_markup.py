@@ -3,37 +3,63 @@
 - The bibliography: docutils' HTML5 writer wraps citations in ``<div role="list">`` and gives
   each ``role="doc-biblioentry"``. WAI-ARIA 1.2 requires a ``list``'s children to be
   ``listitem``s, and DPUB-ARIA 1.1 deprecates ``doc-biblioentry`` (use ``listitem`` in a
-  ``list``): axe-core reported the list as a critical fault. Each entry becomes
+  ``list``): axe-core reported the list as a critical fault. Each entry is written with
   ``role="listitem"``.
 - A table whose header row starts with an empty cell (chapter 6's comparison, as the article
   has it): an empty ``<th>`` names no column for a screen reader. It is written as an empty
   ``<td>``, which heads nothing.
 
-Both act on the page's body as it is written (the ``html-page-context`` event).
+Both are the HTML translator's handlers for the node (``app.add_node`` with ``override``): each
+writes its element with the translator's own ``starttag`` and leaves every other node to the
+translator. ``tests/tools/test_accessible_markup.py`` builds a small page with Sphinx and checks
+the elements written.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-CITATION = re.compile(r'(<div class="citation" id="[^"]*") role="doc-biblioentry"')
-EMPTY_HEADER = re.compile(r'<th class="head">(?:<p></p>)?</th>')
+from docutils import nodes
 
 
-def repaired(body: str) -> str:
-    body = CITATION.sub(r'\1 role="listitem"', body)
-    return EMPTY_HEADER.sub('<td class="head"></td>', body)
+def visit_citation(self: Any, node: nodes.citation) -> None:
+    """docutils' ``visit_citation`` with the entry's role ``listitem``."""
+    if not isinstance(node.previous_sibling(), nodes.citation):
+        self.body.append('<div role="list" class="citation-list">\n')
+    self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
 
 
-def _page_context(
-    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
-) -> None:
-    body = context.get("body")
-    if isinstance(body, str):
-        context["body"] = repaired(body)
+def depart_citation(self: Any, node: nodes.citation) -> None:
+    type(self).depart_citation(self, node)
+
+
+def _empty_header(node: nodes.entry) -> bool:
+    """An empty cell of a header row that spans one row and one column, outside the stubs."""
+    row, group = node.parent, node.parent.parent
+    return (
+        isinstance(group, nodes.thead)
+        and not node.astext().strip()
+        and "morerows" not in node
+        and "morecols" not in node
+        and not group.parent.stubs[row.column]
+    )
+
+
+def visit_entry(self: Any, node: nodes.entry) -> None:
+    if not _empty_header(node):
+        type(self).visit_entry(self, node)
+        return
+    node.parent.column += 1
+    self.body.append(self.starttag(node, "td", "", classes=["head"]))
+    self.context.append("</td>\n")
+    raise nodes.SkipChildren  # its one empty paragraph would read as an empty line
+
+
+def depart_entry(self: Any, node: nodes.entry) -> None:
+    type(self).depart_entry(self, node)
 
 
 def setup(app: Any) -> dict[str, Any]:
-    app.connect("html-page-context", _page_context)
+    app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
+    app.add_node(nodes.entry, override=True, html=(visit_entry, depart_entry))
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -16,19 +16,26 @@ whole at every width. It also
   descriptors and ``sizes``): a phone's column, about 350 CSS px, takes the smaller file, a
   high-density desktop screen the sharp one. The copies, ``<name>-<width>w.png`` beside each
   figure in ``_images``, are drawn with Pillow (Lanczos) when the build finishes.
+
+The figures are written by the HTML translator's handler for images (``app.add_node`` with
+``override``), which leaves every other image to the translator; ``tests/tools/
+test_figure_images.py`` checks the element it writes in a small Sphinx build.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
-# A figure as myst-nb writes a PNG output with width and height metadata.
-FIGURE = re.compile(
-    r'<img (?P<attributes>alt="[^"]*" src="(?P<src>[^"]*_images/(?P<name>[0-9a-f]{64})\.png)") '
-    r'style="width: (?P<width>\d+)px; height: (?P<height>\d+)px;" />'
-)
+from docutils import nodes
+
+# An output figure's file name as myst-nb writes it (the SHA-256 of its bytes).
+FIGURE_NAME = re.compile(r"[0-9a-f]{64}\.png")
+# A size myst-nb writes from the output's metadata: pixels, with or without the unit.
+PIXELS = re.compile(r"(\d+)(px)?")
 # Figures at least this wide (CSS px) get a copy at their displayed size.
 SMALLEST_WITH_COPY = 400
 # The text column is the screen's width, less the page's padding, up to this width (px).
@@ -39,31 +46,48 @@ def _copy_name(name: str, width: int) -> str:
     return f"{name}-{width}w.png"
 
 
-def rewrite(body: str) -> str:
-    """``body`` with every figure's inline size made attributes, each figure lazy."""
-
-    def figure(match: re.Match[str]) -> str:
-        width, height = int(match["width"]), int(match["height"])
-        parts = [f"<img {match['attributes']}"]
-        if width >= SMALLEST_WITH_COPY:
-            src, name = match["src"], match["name"]
-            small = src.removesuffix(f"{name}.png") + _copy_name(name, width)
-            parts.append(
-                f'srcset="{small} {width}w, {src} {2 * width}w" '
-                f'sizes="(max-width: {PHONE}px) 100vw, {width}px"'
-            )
-        parts.append(f'width="{width}" height="{height}" loading="lazy" decoding="async" />')
-        return " ".join(parts)
-
-    return FIGURE.sub(figure, body)
+def figure_attributes(src: str, width: int, height: int) -> dict[str, str]:
+    """The ``<img>`` attributes of a figure at ``src`` shown at ``width`` x ``height`` CSS px."""
+    attributes = {"src": src}
+    if width >= SMALLEST_WITH_COPY:
+        name = posixpath.basename(src).removesuffix(".png")
+        small = src.removesuffix(f"{name}.png") + _copy_name(name, width)
+        attributes["srcset"] = f"{small} {width}w, {src} {2 * width}w"
+        attributes["sizes"] = f"(max-width: {PHONE}px) 100vw, {width}px"
+    attributes.update(width=str(width), height=str(height), loading="lazy", decoding="async")
+    return attributes
 
 
-def _page_context(
-    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
-) -> None:
-    body = context.get("body")
-    if isinstance(body, str) and "_images/" in body:
-        context["body"] = rewrite(body)
+def _figure(self: Any, node: nodes.image) -> dict[str, str] | None:
+    """The attributes of an output figure (a PNG myst-nb wrote, with its size), else None."""
+    image = self.builder.images.get(node["uri"])
+    sizes = [PIXELS.fullmatch(str(node.get(key, ""))) for key in ("width", "height")]
+    if image is None or not FIGURE_NAME.fullmatch(image) or not all(sizes) or "scale" in node:
+        return None
+    src = posixpath.join(self.builder.imgpath, urllib.parse.quote(image))
+    width, height = (int(match[1]) for match in sizes if match)
+    return figure_attributes(src, width, height)
+
+
+def visit_image(self: Any, node: nodes.image) -> None:
+    """An output figure as ``<img>`` with its size as attributes, lazy, with a smaller copy;
+    every other image as the translator writes it."""
+    attributes = _figure(self, node)
+    if attributes is None:
+        type(self).visit_image(self, node)
+        return
+    # A line break after it unless it stands in text (docutils' rule: a link around it is not text).
+    parent = node.parent
+    in_text = isinstance(parent, nodes.TextElement) and not (
+        isinstance(parent, nodes.reference) and not isinstance(parent.parent, nodes.TextElement)
+    )
+    suffix = "" if in_text else "\n"
+    alt = node.get("alt", attributes["src"])
+    self.body.append(self.emptytag(node, "img", suffix, alt=alt, **attributes))
+
+
+def depart_image(self: Any, node: nodes.image) -> None:
+    type(self).depart_image(self, node)
 
 
 def _write_copies(app: Any, exception: Exception | None) -> None:
@@ -74,7 +98,7 @@ def _write_copies(app: Any, exception: Exception | None) -> None:
 
     images = Path(app.outdir) / "_images"
     for path in images.glob("*.png"):
-        if not re.fullmatch(r"[0-9a-f]{64}", path.stem):
+        if not FIGURE_NAME.fullmatch(path.name):
             continue
         with Image.open(path) as image:
             width, height = image.size
@@ -91,6 +115,6 @@ def _write_copies(app: Any, exception: Exception | None) -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
-    app.connect("html-page-context", _page_context)
+    app.add_node(nodes.image, override=True, html=(visit_image, depart_image))
     app.connect("build-finished", _write_copies)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,27 +1,37 @@
 """Each page loads only the scripts and styles it uses.
 
-Sphinx and its extensions register their scripts and styles for every page. Some have users on
-only a few pages; for those, this drops the file from each page that holds none of its users,
-judged from the page's body as it is written:
+What a page uses is read from its doctree, which Sphinx's ``html-page-context`` event passes with
+the page's context:
 
-- copy buttons (``copybutton.js``, ``clipboard.min.js``, ``copybutton.css``): code blocks
-  (``div.highlight``);
+- the book's ``pe-math.js``: math; ``pe-charts.js``: an explorable figure or a cell's output
+  image;
+- the Korean web font (``fonts/noto-sans-kr.css``, 40 KB of ``@font-face`` rules, and
+  ``hangul.css``): Hangul in the page (its text, its title, the book's title or the language
+  switch's label), or the search page, whose results may quote it;
+- the search page: ``pe-search.js``, which writes each result's snippet, and ``pe-search.css``
+  (Sphinx's own are turned off with ``html_show_search_summary``).
+
+The book's own files are added to the pages that use them, and to no other, by Sphinx's
+``add_js_file`` and ``add_css_file`` called during ``html-page-context`` (documented: "added to
+the specific HTML page"), at the priority of ``html_js_files`` and ``html_css_files``.
+
+Other extensions register their files for every page, and Sphinx has no interface to take one
+off a page; this drops them from the page's ``script_files`` and ``css_files`` (the context's
+lists the ``html-page-context`` handler may change), by file name, on pages that hold none of
+their users (``THIRD_PARTY``):
+
+- copy buttons (``copybutton.js``, ``clipboard.min.js``, ``copybutton.css``): code blocks;
 - sphinx-togglebutton (``togglebutton.js``, ``togglebutton.css``): the elements its selector
   names (``.toggle``, ``.admonition.dropdown``);
 - sphinx-design (``design-tabs.js``, ``sphinx-design.min.css``): an element of class ``sd-*``;
 - sphinx-thebe (``sphinx-thebe.js``, ``sphinx-thebe.css``): a chapter notebook, whose launch
-  menu has the "Live Code" button;
-- the book's ``pe-math.js``: math; ``pe-charts.js``: an explorable figure or an output image;
-- the Korean web font (``fonts/noto-sans-kr.css``, 40 KB of ``@font-face`` rules, and
-  ``hangul.css``): Hangul in the page (its body, its title, the book's title or the language
-  switch's label), or the search page, whose results may quote it.
+  menu has the "Live Code" button.
 
-Sphinx's search scripts and index, which the theme adds to every page, are left out by the
-book's layout template; MathJax is added by Sphinx to pages with math only. The search page gets
-``pe-search.js``, which writes each result's snippet, and ``pe-search.css`` (Sphinx's own are turned off with
-``html_show_search_summary``), through Sphinx's ``add_js_file`` for one page. The browser test
-(``test_first_visit_weight``) checks in the built pages that each file is loaded exactly where
-its users are.
+``tests/tools/test_page_assets.py`` builds small pages with those extensions and fails, naming
+the extension, when one no longer registers a file of that name. Sphinx's search scripts and
+index, which the theme adds to every page, are left out by the book's layout template; MathJax
+is added by Sphinx to pages with math only. The browser test (``test_first_visit_weight``)
+checks in the built pages that each file is loaded exactly where its users are.
 """
 
 from __future__ import annotations
@@ -30,87 +40,143 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-# One element's classes in the page's HTML.
-CLASS_ATTRIBUTE = re.compile(r'class="([^"]*)"')
+from docutils import nodes
+
 # Hangul: jamo, compatibility jamo and syllables.
 HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")
+# The priority Sphinx gives html_js_files and html_css_files.
+CONFIGURED = 800
 
 
 class Page:
-    """What a page holds, read from its body, title and source."""
+    """What a page holds, read from its doctree, title and source."""
 
-    def __init__(self, pagename: str, context: dict[str, Any]) -> None:
+    def __init__(self, pagename: str, context: dict[str, Any], doctree: Any) -> None:
         self.pagename = pagename
-        self.body = str(context.get("body") or "")
-        self.title = str(context.get("title") or "")
-        # What the theme writes around the body: the book's title, the language switch's label.
+        self.doctree = doctree if isinstance(doctree, nodes.Node) else nodes.container()
         switch = context.get("edition_switch") or {}
-        self.chrome = f"{context.get('docstitle') or ''} {switch.get('label', '')}"
+        # What the theme writes around the body: the book's title, the language switch's label.
+        self.text = " ".join(
+            [
+                self.doctree.astext(),
+                str(context.get("title") or ""),
+                str(context.get("docstitle") or ""),
+                str(switch.get("label", "")),
+            ]
+        )
         self.suffix = context.get("page_source_suffix")
-        self.elements = [set(m.split()) for m in CLASS_ATTRIBUTE.findall(self.body)]
 
-    def has(self, *classes: str) -> bool:
-        """An element with all of ``classes``."""
-        return any(set(classes) <= element for element in self.elements)
+    def nodes(self, condition: Callable[[nodes.Element], bool]) -> bool:
+        """An element for which ``condition`` holds."""
+        found = self.doctree.findall(lambda n: isinstance(n, nodes.Element) and condition(n))
+        return next(iter(found), None) is not None
 
-    def has_prefix(self, prefix: str) -> bool:
-        return any(name.startswith(prefix) for element in self.elements for name in element)
+    def has_class(self, test: Callable[[str], bool]) -> bool:
+        return self.nodes(lambda n: any(test(name) for name in n.get("classes", [])))
 
-
-# Each optional file (by its name at the end of its path) and whether a page uses it.
-USERS: dict[str, Callable[[Page], bool]] = {}
-
-
-def _users(names: tuple[str, ...], used: Callable[[Page], bool]) -> None:
-    for name in names:
-        USERS[name] = used
+    def raw_html(self, text: str) -> bool:
+        """A raw HTML node (a cell's HTML output) that holds ``text``."""
+        return self.nodes(lambda n: isinstance(n, nodes.raw) and text in n.astext())
 
 
-_users(("copybutton.js", "clipboard.min.js", "copybutton.css"), lambda p: p.has("highlight"))
-_users(
-    ("togglebutton.js", "togglebutton.css"),
-    lambda p: p.has("toggle") or p.has("admonition", "dropdown"),
-)
-_users(("design-tabs.js", "sphinx-design.min.css"), lambda p: p.has_prefix("sd-"))
-_users(("sphinx-thebe.js", "sphinx-thebe.css"), lambda p: p.suffix == ".ipynb")
-_users(("pe-math.js",), lambda p: p.has("math"))
-_users(
-    ("pe-charts.js",), lambda p: p.has("pe-chart") or (p.has("cell_output") and "<img" in p.body)
-)
-_users(
-    ("noto-sans-kr.css", "hangul.css"),
-    lambda p: p.pagename == "search" or bool(HANGUL.search(p.body + p.title + p.chrome)),
-)
+def _in_output(node: nodes.Element) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if "cell_output" in parent.get("classes", []):
+            return True
+        parent = parent.parent
+    return False
 
 
-def _name(asset: Any) -> str:
+def _math(page: Page) -> bool:
+    return page.nodes(lambda n: isinstance(n, nodes.math | nodes.math_block))
+
+
+def _charts(page: Page) -> bool:
+    return page.raw_html('class="pe-chart"') or page.nodes(
+        lambda n: isinstance(n, nodes.image) and _in_output(n)
+    )
+
+
+def _hangul(page: Page) -> bool:
+    return page.pagename == "search" or bool(HANGUL.search(page.text))
+
+
+def _search(page: Page) -> bool:
+    return page.pagename == "search"
+
+
+# The book's own files: name, priority (the Korean font's stylesheets before the configured ones,
+# the scripts with them) and whether a page uses it.
+OWN: list[tuple[str, int, Callable[[Page], bool]]] = [
+    ("pe-charts.js", CONFIGURED, _charts),
+    ("pe-math.js", CONFIGURED, _math),
+    ("fonts/noto-sans-kr.css", CONFIGURED - 1, _hangul),
+    ("hangul.css", CONFIGURED - 1, _hangul),
+    ("pe-search.js", 500, _search),
+    ("pe-search.css", 500, _search),
+]
+
+
+def _code(page: Page) -> bool:
+    return page.nodes(lambda n: isinstance(n, nodes.literal_block))
+
+
+def _toggles(page: Page) -> bool:
+    return page.has_class(lambda name: name in {"toggle", "dropdown"})
+
+
+def _design(page: Page) -> bool:
+    return page.has_class(lambda name: name.startswith("sd-"))
+
+
+def _notebook(page: Page) -> bool:
+    return page.suffix == ".ipynb"
+
+
+# Other extensions' files, by the name at the end of their path, and whether a page uses them.
+THIRD_PARTY: dict[str, tuple[str, Callable[[Page], bool]]] = {
+    "copybutton.js": ("sphinx_copybutton", _code),
+    "clipboard.min.js": ("sphinx_copybutton", _code),
+    "copybutton.css": ("sphinx_copybutton", _code),
+    "togglebutton.js": ("sphinx_togglebutton", _toggles),
+    "togglebutton.css": ("sphinx_togglebutton", _toggles),
+    "design-tabs.js": ("sphinx_design", _design),
+    "sphinx-design.min.css": ("sphinx_design", _design),
+    "sphinx-thebe.js": ("sphinx_thebe", _notebook),
+    "sphinx-thebe.css": ("sphinx_thebe", _notebook),
+}
+
+
+def name(asset: Any) -> str:
+    """The name at the end of a script's or stylesheet's path."""
     filename = getattr(asset, "filename", asset)
     return str(filename or "").split("?")[0].rsplit("/", 1)[-1]
 
 
-def _page_context(
+def _add_own(
     app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    page = Page(pagename, context)
+    page = Page(pagename, context, doctree)
+    for filename, priority, used in OWN:
+        if used(page):
+            add = app.add_js_file if filename.endswith(".js") else app.add_css_file
+            add(filename, priority=priority)
+
+
+def _drop_unused(
+    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    page = Page(pagename, context, doctree)
+    unused = {key for key, (_, used) in THIRD_PARTY.items() if not used(page)}
     for key in ("script_files", "css_files"):
         assets = context.get(key)
         if assets is not None:
-            context[key] = [
-                asset for asset in assets if _name(asset) not in USERS or USERS[_name(asset)](page)
-            ]
-
-
-def _search_page(
-    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
-) -> None:
-    # Called during html-page-context, add_js_file adds the script to this page alone.
-    if pagename == "search":
-        app.add_js_file("pe-search.js")
-        app.add_css_file("pe-search.css")
+            context[key] = [asset for asset in assets if name(asset) not in unused]
 
 
 def setup(app: Any) -> dict[str, Any]:
-    app.connect("html-page-context", _search_page)
+    app.connect("html-page-context", _add_own)
     # After the extensions that add files per page (MathJax, the widget manager).
-    app.connect("html-page-context", _page_context, priority=900)
+    app.connect("html-page-context", _drop_unused, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

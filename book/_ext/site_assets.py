@@ -13,11 +13,15 @@ and nothing else, each read from the SVG file Font Awesome publishes for it (the
 theme bundles, fetched into ``book/_ext/fontawesome`` by ``tools/fetch_icons.py``).
 
 Icon fonts: the theme's stylesheet still draws a few glyphs from the Font Awesome web fonts
-(admonition titles, breadcrumbs, external-link marks: 16 glyphs) and requests the whole fonts
-(270 KB) for them. After the build this writes subsets of those fonts holding just the glyphs a
-stylesheet's rule names, outside the ``.fa-*`` icon rules that the SVG script replaces, and points
-the stylesheet's ``@font-face`` rules at them; it drops those ``.fa-*`` rules (86 KB), which
-only give the icon elements the SVG script replaces their glyphs.
+(admonition titles, breadcrumbs, external-link marks) and would request the whole fonts (280 KB)
+for them. ``_static/icon-font.css`` (in ``html_css_files``) sets the glyphs through the theme's
+CSS variables and points the fonts' families at subsets; after the build this writes those
+subsets, holding just the code points that stylesheet names, from the Font Awesome release the
+theme bundles (its TrueType fonts, fetched with the SVG files). The stylesheet names each glyph
+as a CSS string ("\\f058"); its ``@font-face`` rules come after the theme's (the theme links its
+stylesheet before ``html_css_files``), and of two faces with the same descriptors a browser uses
+the later, so the whole fonts are never fetched. It also gives the icon elements, which the icon
+script draws as SVG, no glyph (``content: none``), also before the script has run.
 
 Figures: matplotlib writes RGBA PNGs with zlib's default effort, though every pixel of the book's
 figures is opaque. After the build this re-encodes each PNG under ``_images`` in the smallest mode
@@ -164,55 +168,37 @@ def subset_icons(outdir: Path) -> None:
     (target.parent / "fontawesome.js.map").unlink(missing_ok=True)
 
 
-# A CSS rule: its selectors and its declarations (the shipped stylesheets are minified, flat).
-CSS_RULE = re.compile(r"([^{}]*)\{([^{}]*)\}")
-# The rules of Font Awesome's own stylesheet, one per icon class, that the SVG script makes moot.
-ICON_RULE = re.compile(r"\s*(\.fa-[a-z0-9-]+:(before|after)\s*,?\s*)+")
-# A web font's source in an @font-face rule.
-FONT_URL = re.compile(
-    r'url\(([^)]*/fontawesome/webfonts/)(fa-[a-z]+-\d+)\.woff2\)\s*format\("woff2"\)'
-    r'(,\s*url\([^)]*\.ttf\)\s*format\("truetype"\))?'
-)
-PRIVATE_USE = range(0xE000, 0xF900)
+# The stylesheet that names the glyphs the pages draw and the subsets' @font-face rules.
+ICON_FONT_CSS = Path(__file__).resolve().parents[1] / "_static" / "icon-font.css"
+# A code point in a CSS string: "\f058".
+CSS_ESCAPE = re.compile(r'"\\([0-9a-fA-F]{1,6})"')
+# Font Awesome's fonts (in the release's webfonts/), written as _static/fontawesome/<name>.woff2.
+ICON_FONTS = ("fa-solid-900", "fa-regular-400", "fa-brands-400")
 
 
-def _glyphs_styles_draw(styles: list[Path]) -> set[int]:
-    """The icon-font code points (Unicode's private-use area) that a stylesheet's rule writes."""
-    points: set[int] = set()
-    for style in styles:
-        for selectors, declarations in CSS_RULE.findall(style.read_text(encoding="utf-8")):
-            if ICON_RULE.fullmatch(selectors.strip()):
-                continue
-            points |= {ord(c) for c in declarations if ord(c) in PRIVATE_USE}
-    return points
+def icon_code_points(stylesheet: Path = ICON_FONT_CSS) -> set[int]:
+    """The code points ``stylesheet`` writes as CSS strings (the glyphs the pages draw)."""
+    return {int(point, 16) for point in CSS_ESCAPE.findall(stylesheet.read_text(encoding="utf-8"))}
 
 
-def subset_icon_fonts(outdir: Path) -> None:
+def subset_icon_fonts(outdir: Path, stylesheet: Path = ICON_FONT_CSS) -> None:
+    """Font Awesome's fonts cut down to the glyphs ``stylesheet`` names, as WOFF2 files."""
     from fontTools import subset
 
-    static = outdir / "_static"
-    fonts = static / "vendor" / "fontawesome" / "webfonts"
-    styles = sorted(static.rglob("*.css"))
-    points = _glyphs_styles_draw(styles)
-    for style in styles:
-        text = style.read_text(encoding="utf-8")
-        if "/fontawesome/webfonts/" not in text:
-            continue
-        for name in sorted(set(m.group(2) for m in FONT_URL.finditer(text))):
-            options = subset.Options()
-            options.flavor = "woff"  # zlib-compressed; WOFF2 would need brotli
-            font = subset.load_font(str(fonts / f"{name}.ttf"), options)
-            subsetter = subset.Subsetter(options)
-            subsetter.populate(unicodes=sorted(points))
-            subsetter.subset(font)
-            subset.save_font(font, str(fonts / f"{name}.subset.woff"), options)
-        text = FONT_URL.sub(r'url(\1\2.subset.woff) format("woff")', text)
-        text = CSS_RULE.sub(
-            lambda rule: "" if ICON_RULE.fullmatch(rule.group(1).strip()) else rule.group(0), text
-        )
-        text = re.sub(r"/\*# sourceMappingURL=[^*]*\*/", "", text)
-        style.write_text(text, encoding="utf-8")
-        (style.parent / f"{style.name}.map").unlink(missing_ok=True)
+    points = icon_code_points(stylesheet)
+    target = outdir / "_static" / "fontawesome"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ICON_FONTS:
+        source = ICONS / "webfonts" / f"{name}.ttf"
+        if not source.is_file():
+            raise RuntimeError(f"{source} is missing: run `python tools/fetch_icons.py`")
+        options = subset.Options()
+        options.flavor = "woff2"
+        font = subset.load_font(str(source), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=sorted(points))
+        subsetter.subset(font)
+        subset.save_font(font, str(target / f"{name}.woff2"), options)
 
 
 def _fewest_channels(image: Any) -> Any:

@@ -8,7 +8,8 @@ embedded JavaScript engine, offline: ``vl_convert.vegalite_to_vega``), at the Ve
 that ``pe_lib.charts.VEGA_RELEASES`` names, and writes the Vega specification just before the
 figure, as
 ``<script type="application/json" class="pe-chart-vega">``. ``_static/pe-charts.js`` draws that
-with Vega alone. The Vega-Lite specification stays where it was: it is the figure's source, which
+with Vega alone. It acts on the cell outputs that hold a figure, raw HTML nodes of the doctree,
+when each page's doctree is resolved (Sphinx's ``doctree-resolved`` event), before it is written. The Vega-Lite specification stays where it was: it is the figure's source, which
 the book's tests and the PDF edition read (its settings, ``usermeta``).
 
 The page's light or dark theme is compiled in as CSS variables: every colour the theme gives a
@@ -23,10 +24,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import tempfile
+from html.parser import HTMLParser
 from typing import Any
+
+from docutils import nodes
 
 from pe_lib.charts import VEGA_RELEASES
 
@@ -54,12 +57,35 @@ THEME_CONFIG: dict[str, Any] = {
     "view": {"stroke": GRID},
 }
 
-# A figure as pe_lib.charts.ExplorableFigure.to_html writes it.
-FIGURE = re.compile(
-    r'(<div class="pe-chart" data-pe-chart="[^"]*"></div>)'
-    r'<script type="application/json" class="pe-chart-spec">(.*?)</script>',
-    re.DOTALL,
-)
+# What marks a figure as pe_lib.charts.ExplorableFigure.to_html writes it: the placeholder, then
+# the Vega-Lite specification.
+FIGURE_CLASS = "pe-chart"
+SPEC_CLASS = "pe-chart-spec"
+
+
+class _Figures(HTMLParser):
+    """Where each figure's placeholder starts in an HTML fragment, and its specification."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.starts: list[tuple[int, int]] = []  # (line, column) of each placeholder
+        self.specs: list[str] = []
+        self._in_spec = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "div" and FIGURE_CLASS in classes:
+            self.starts.append(self.getpos())
+        self._in_spec = tag == "script" and SPEC_CLASS in classes
+        if self._in_spec:
+            self.specs.append("")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_spec:
+            self.specs[-1] += data
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_spec = False
 
 
 def _merge(target: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
@@ -132,23 +158,39 @@ def _script(spec: dict[str, Any]) -> str:
     )
 
 
-def compile_figures(body: str) -> str:
-    """The page's HTML with each figure's Vega specification written before it."""
-    figures = list(FIGURE.finditer(body))
-    if not figures:
-        return body
-    compiled = iter(compile_specs([themed(json.loads(m.group(2))) for m in figures]))
-    return FIGURE.sub(lambda m: _script(next(compiled)) + m.group(0), body)
+def compile_figures(fragment: str) -> str:
+    """The HTML ``fragment`` with each figure's Vega specification written before it."""
+    parser = _Figures()
+    parser.feed(fragment)
+    parser.close()
+    if not parser.starts:
+        return fragment
+    if len(parser.specs) != len(parser.starts):
+        raise RuntimeError(
+            f"{len(parser.starts)} figures but {len(parser.specs)} specifications in an output: "
+            "pe_lib.charts.ExplorableFigure.to_html writes one after each figure"
+        )
+    compiled = compile_specs([themed(json.loads(spec)) for spec in parser.specs])
+    # HTMLParser counts lines at "\n" alone, and columns in characters.
+    line_starts = [0] + [i + 1 for i, c in enumerate(fragment) if c == "\n"]
+    offsets = [line_starts[number - 1] + column for number, column in parser.starts]
+    parts, previous = [], 0
+    for offset, vega in zip(offsets, compiled, strict=True):
+        parts += [fragment[previous:offset], _script(vega)]
+        previous = offset
+    return "".join(parts) + fragment[previous:]
 
 
-def _page_context(
-    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
-) -> None:
-    body = context.get("body")
-    if isinstance(body, str) and 'class="pe-chart-spec"' in body:
-        context["body"] = compile_figures(body)
+def _doctree_resolved(app: Any, doctree: nodes.document, docname: str) -> None:
+    if app.builder.format != "html":
+        return
+    for raw in list(doctree.findall(nodes.raw)):
+        text = raw.astext()
+        if "html" in raw.get("format", "").split() and f'class="{SPEC_CLASS}"' in text:
+            compiled = compile_figures(text)
+            raw.replace_self(nodes.raw(compiled, compiled, **raw.attributes))
 
 
 def setup(app: Any) -> dict[str, Any]:
-    app.connect("html-page-context", _page_context)
+    app.connect("doctree-resolved", _doctree_resolved)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,9 +1,12 @@
 """book/_ext/site_assets.py: the theme's icons cut down to those a page names, the icon fonts cut
-down to the glyphs a stylesheet draws, and the figures' PNGs re-encoded with the same pixels.
+down to the glyphs book/_static/icon-font.css names, and the figures' PNGs re-encoded with the
+same pixels.
 
-The icon fonts are the pinned pydata-sphinx-theme's own; the icons are Font Awesome's SVG files,
-of the release the theme bundles (``tools/fetch_icons.py``, which ``make unit`` runs first): a
-theme upgrade to another release fails here, before any browser test runs."""
+The icons and the fonts are Font Awesome's SVG and TrueType files, of the release the theme
+bundles (``tools/fetch_icons.py``, which ``make unit`` runs first): a theme upgrade to another
+release fails here, before any browser test runs. The subsets replace the theme's fonts because
+icon-font.css's ``@font-face`` rules come after the theme's: a theme that links its stylesheet
+after ``html_css_files`` fails here too."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import fetch_icons
 import pydata_sphinx_theme
 import pytest
 import site_assets
+from bs4 import BeautifulSoup
 from PIL import Image
 
 THEME_STATIC = (
@@ -24,11 +28,9 @@ THEME_STATIC = (
 
 
 def _site(tmp_path: Path, page: str) -> Path:
-    """A built site with one page and the theme's icon script, stylesheet and web fonts."""
+    """A built site with one page and the theme's icon script."""
     static = tmp_path / "_static"
     shutil.copytree(THEME_STATIC / "scripts", static / "scripts")
-    shutil.copytree(THEME_STATIC / "styles", static / "styles")
-    shutil.copytree(THEME_STATIC / "vendor", static / "vendor")
     (tmp_path / "index.html").write_text(page, encoding="utf-8")
     return tmp_path
 
@@ -75,25 +77,43 @@ def test_an_icon_the_release_lacks_stops_the_build(tmp_path: Path, icons_fetched
         site_assets.subset_icons(site)
 
 
-def test_icon_fonts_keep_the_glyphs_stylesheets_draw(tmp_path: Path) -> None:
+def test_icon_fonts_hold_the_glyphs_the_stylesheet_names(tmp_path: Path) -> None:
     from fontTools.ttLib import TTFont
 
-    site = _site(tmp_path, PAGE)
-    styles = sorted((site / "_static").rglob("*.css"))
-    drawn = site_assets._glyphs_styles_draw(styles)
-    assert drawn and all(0xE000 <= point < 0xF900 for point in drawn)
-    site_assets.subset_icon_fonts(site)
-    css = (site / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
-    assert ".subset.woff" in css and ".woff2)" not in css
-    assert ".fa-bars:before" not in css  # the SVG script draws the icons
-    subsets = sorted(
-        (site / "_static" / "vendor" / "fontawesome" / "webfonts").glob("*.subset.woff")
+    if not (site_assets.ICONS / "webfonts").is_dir():
+        pytest.skip("fonts not fetched: run `python tools/fetch_icons.py`")
+    named = site_assets.icon_code_points()
+    assert {0xF05A, 0xF071, 0xF105, 0xF35D} <= named  # note, warning, breadcrumb, external link
+    site_assets.subset_icon_fonts(tmp_path)
+    subsets = {
+        path.name: set(TTFont(path).getBestCmap())
+        for path in (tmp_path / "_static" / "fontawesome").glob("*.woff2")
+    }
+    assert set(subsets) == {f"{name}.woff2" for name in site_assets.ICON_FONTS}
+    assert set().union(*subsets.values()) == named, "a glyph the stylesheet names is in no font"
+    for name, points in subsets.items():
+        assert (
+            points <= named and (tmp_path / "_static" / "fontawesome" / name).stat().st_size < 8_000
+        )
+
+
+def test_the_books_font_faces_come_after_the_themes(sphinx_build) -> None:
+    """The theme links its stylesheet (with Font Awesome's @font-face rules) before the files of
+    ``html_css_files``: of two faces with the same descriptors, a browser uses the later one."""
+    conf = (
+        'html_theme = "sphinx_book_theme"\n'
+        f'html_static_path = ["{site_assets.ICON_FONT_CSS.parent}"]\n'
+        'html_css_files = ["icon-font.css"]\n'
     )
-    assert subsets
-    for subset in subsets:
-        font = TTFont(subset)
-        assert set(font.getBestCmap()) <= drawn
-        assert subset.stat().st_size < 20_000
+    out = sphinx_build(conf, {"index.rst": "Title\n=====\n\nText.\n"})
+    page = BeautifulSoup((out / "index.html").read_text(encoding="utf-8"), "html.parser")
+    links = [link["href"].split("?")[0] for link in page.select('link[rel="stylesheet"]')]
+    theme = "_static/styles/pydata-sphinx-theme.css"
+    assert theme in links and "_static/icon-font.css" in links, links
+    assert links.index(theme) < links.index("_static/icon-font.css"), (
+        f"the theme links its stylesheet after html_css_files ({links}): the whole Font Awesome "
+        "fonts would win over icon-font.css's subsets"
+    )
 
 
 def _png(path: Path, image: Image.Image) -> bytes:

@@ -31,7 +31,7 @@ AXE := tests/book/axe-core/axe.min.js
 .DEFAULT_GOAL := help
 .PHONY: help book book-en check test lint unit nbval other-seeds nbval-generic binder-test html-test
 .PHONY: execute bench clean weights
-.PHONY: pdf student editions-test book-ko catalogues korean-test
+.PHONY: pdf student site editions-test book-ko catalogues korean-test
 
 ## help: list the commands with what each does (this text).
 help:
@@ -173,13 +173,26 @@ student: $(STAMP) weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS)
 
 # The book's PDF is printed while the student edition is built (one core each); the exit status
 # fails if either does.
+# The folder GitHub Pages publishes (.github/workflows/book.yml uploads it): the HTML book, the
+# Korean edition under ko/ (copied, not linked), the book's PDF as book.pdf and the student
+# edition's as book-student.pdf, the names the pages' footers link to.
+SITE := _build/site
+ASSEMBLE_SITE = rm -rf $(SITE) && cp -rL _build/html $(SITE) \
+	&& cp _build/pdf/book.pdf $(SITE)/book.pdf && cp $(STUDENT)/pdf/book.pdf $(SITE)/book-student.pdf
+## site: what the Pages workflow publishes, in _build/site: the book, the Korean edition under
+## ko/, both PDFs beside it (builds them first, as `make book pdf student` does).
+site: pdf student
+	$(ASSEMBLE_SITE)
+
 ## editions-test: the PDF and the student edition (builds both first, as `make pdf student`
 ## does): titles, contents and outline, fonts, figures, links; no solution anywhere in the
-## student edition, and its notebooks run.
+## student edition, and its notebooks run; the published folder (`make site`) holds what the
+## footers link to.
 editions-test: book
 	$(PRINT_PDF) & full=$$!; \
 		{ $(STUDENT_SOURCES) && $(STUDENT_HTML) && $(PRINT_STUDENT_PDF); }; status=$$?; \
 		wait $$full || status=1; exit $$status
+	$(ASSEMBLE_SITE)
 	$(BIN)/python -m pytest -m editions tests/book/test_pdf.py tests/book/test_student.py
 
 # The Korean edition: the same notebooks and execution cache, the prose from the catalogues in

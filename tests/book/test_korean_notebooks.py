@@ -268,9 +268,6 @@ def test_the_korean_edition_names_the_korean_branch_and_the_workflow_fills_it() 
     workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text(encoding="utf-8")
     assert "cp _build/ko/notebooks/*.ipynb book/" in workflow
     assert "HEAD:refs/heads/korean" in workflow
-    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "tools/korean_notebooks.py $(KO)/notebooks" in makefile
-    assert "$(KO)/_build/html/_sources/book" in makefile
 
 
 @pytest.mark.korean

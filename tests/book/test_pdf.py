@@ -8,7 +8,6 @@ checks follow the chapters as they change. Run with ``make editions-test``, whic
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import os
 import re
@@ -17,7 +16,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 from book_sources import (
     GENERATED,
     ROOT,
@@ -37,7 +35,6 @@ STUDENT = ROOT / "_build" / "student" / "pdf" / "book.pdf"
 EDITIONS = {"full": FULL, "student": STUDENT}
 # The HTML each PDF is printed from (tools/print_pdf.py prints every page of the contents).
 SITE = {"full": ROOT / "_build" / "html", "student": ROOT / "_build" / "student" / "html"}
-STUDENT_TOOL = ROOT / "tools" / "student_edition.py"
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # Pages per document of _toc.yml: about 17 now (A4, 10 pt); a PDF far outside this band has lost
 # pages (an empty print) or gained blank ones (a broken page break).
@@ -329,16 +326,31 @@ def test_contents_give_the_page_each_chapter_and_section_starts_on(edition) -> N
     assert not problems, f"{name}:\n" + "\n".join(problems)
 
 
-@pytest.mark.parametrize("pdf_name", ["book.pdf", "book-student.pdf"])
-def test_published_pdf_is_the_one_the_html_links_to(pdf_name: str) -> None:
-    """The footer of the HTML (the full edition's in _config.yml, the student edition's written by
-    tools/student_edition.py) names the file the Pages workflow publishes."""
-    spec = importlib.util.spec_from_file_location("student_edition", STUDENT_TOOL)
-    student_edition = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(student_edition)
-    PDF, STUDENT_PDF = student_edition.PDF, student_edition.STUDENT_PDF
-    assert {PDF, STUDENT_PDF} == {"book.pdf", "book-student.pdf"}
-    footer = yaml.safe_load((ROOT / "_config.yml").read_text("utf-8"))["html"]["extra_footer"]
-    assert re.search(rf'href="https://[^"]+/{re.escape(PDF)}"', footer), footer
-    workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text("utf-8")
-    assert f"_build/html/{pdf_name}" in workflow
+# What `make site` assembles for GitHub Pages (the editions-test stage assembles it too).
+PUBLISHED = ROOT / "_build" / "site"
+FOOTER_PDF_LINK = re.compile(r'<a [^>]*href="https://[^"]+/([^"/]+\.pdf)"')
+
+
+@pytest.mark.editions
+@pytest.mark.parametrize("edition", ["full", "student"])
+def test_the_pdf_a_footer_links_to_is_published(edition: str) -> None:
+    """Each edition's pages link, in their footer, to the name under which the published site
+    holds that edition's PDF (the full edition's footer from _config.yml, the student
+    edition's as tools/student_edition.py rewrites it)."""
+    if not PUBLISHED.is_dir():
+        pytest.fail(f"no {PUBLISHED}: run `make site` (or `make editions-test`)")
+    names = set(FOOTER_PDF_LINK.findall((SITE[edition] / "book" / "intro.html").read_text("utf-8")))
+    assert len(names) == 1, f"{edition}: the footer should link one PDF, found {names}"
+    published = PUBLISHED / names.pop()
+    assert published.is_file(), f"{edition}: the footer links {published.name}, not published"
+    assert published.read_bytes() == EDITIONS[edition].read_bytes(), (
+        f"{published} is not the {edition} edition's PDF"
+    )
+
+
+@pytest.mark.editions
+def test_the_published_site_holds_the_korean_edition_under_ko() -> None:
+    """The language switch leads to ko/: the site holds the Korean pages there as files."""
+    korean = PUBLISHED / "ko" / "book" / "intro.html"
+    assert korean.is_file() and not (PUBLISHED / "ko").is_symlink(), korean
+    assert '<html lang="ko"' in korean.read_text("utf-8")

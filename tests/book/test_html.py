@@ -859,6 +859,7 @@ def test_page_fits_a_narrow_screen(visit, relpath: str) -> None:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
     page = visit(relpath, viewport={"width": NARROW_WIDTH, "height": 800}).page
     page.wait_for_load_state("networkidle")
+    _typeset_all(page)
     if relpath in PAGES_WITH_FIGURES:
         _draw_figures(page)
     width = page.evaluate("() => document.documentElement.scrollWidth")
@@ -1550,6 +1551,7 @@ FAR_BELOW = """() => {
         figureState: figure.dataset.peChartState || null,
         figureSvg: figure.querySelector('svg') !== null,
         vegaLoaded: typeof window.vega !== 'undefined',
+        pageWidth: document.documentElement.scrollWidth,
     };
 }"""
 # Every typeset display formula: fitted by pe-math.js (it records the size it started from), and
@@ -1617,6 +1619,7 @@ def test_far_formulas_and_figures_wait_until_the_reader_scrolls_to_them(browser,
     assert loaded["screens"] > 3, f"{LAZY_PAGE}: nothing far below the first screen: {loaded}"
     assert not loaded["formulaTypeset"] and loaded["formulaWaiting"], f"at load: {loaded}"
     assert loaded["formulaText"], f"at load, a waiting formula without its TeX: {loaded}"
+    assert loaded["pageWidth"] <= NARROW_WIDTH, f"at load, wider than the screen: {loaded}"
     assert loaded["typeset"] < loaded["formulas"] / 2, f"at load, most formulas typeset: {loaded}"
     assert loaded["figureState"] is None and not loaded["figureSvg"], f"at load: {loaded}"
     assert not loaded["vegaLoaded"], f"at load, Vega loaded for a figure far below: {loaded}"

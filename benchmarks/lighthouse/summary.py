@@ -41,8 +41,11 @@ def main() -> None:
         tbt = statistics.median(r["audits"]["total-blocking-time"]["numericValue"] for r in reports)
         performance = sorted(round(r["categories"]["performance"]["score"] * 100) for r in reports)
         cells = [f"{s:g}" for s in scores] + [f"{lcp / 1000:.1f} s", f"{tbt / 1000:.2f} s"]
-        print(f"| {name} | {len(reports)} ({', '.join(map(str, performance))}) | "
-              + " | ".join(cells) + " |")
+        print(
+            f"| {name} | {len(reports)} ({', '.join(map(str, performance))}) | "
+            + " | ".join(cells)
+            + " |"
+        )
 
 
 if __name__ == "__main__":

@@ -12,9 +12,12 @@ build before printing is ``tools/book_pages.py``; what pypdf adds after is
 - the site is served from a local HTTP server and its pages opened in Debian's Chromium through
   Playwright, with every request to another host blocked, so the PDF is made offline from the
   book's own ``_static`` (MathJax, the Vega bundle, the Korean web font);
-- each document is opened in a browser tab and what is drawn after it loads is drawn: the math
-  (MathJax's start-up promise), the explorable figures (each ``div.pe-chart`` gets
-  ``data-pe-chart-state`` from ``_static/pe-charts.js``) and the web fonts. Then it is prepared
+- each document is opened in a browser tab and everything the page draws after it loads is
+  drawn: a reader's page typesets each formula and draws each explorable figure only as it nears
+  the screen, so the printer asks for them all, every formula typeset and fitted
+  (``peMath.typesetAll()``, ``_static/pe-math.js``) and every figure drawn
+  (``peCharts.drawAll()``, ``_static/pe-charts.js``; each ``div.pe-chart`` gets
+  ``data-pe-chart-state``), then waits for the web fonts. Then it is prepared
   for paper: solutions open, each explorable figure with a line naming the settings it is printed
   at, every id made unique in the book (the document's prefix before it), links into the book made
   links to those ids and links to pages that are not printed reduced to their text;
@@ -31,8 +34,8 @@ build before printing is ``tools/book_pages.py``; what pypdf adds after is
   chapter and one per section under it, and adds page labels that match the printed numbers.
 
 Anything that would give a wrong or empty PDF fails with a message and exit status 1: a document
-missing from the site, a page without a first heading or (nearly) without text, a figure not
-drawn, a request that leaves the machine, a link to a place the book does not have.
+missing from the site, a page without a first heading or (nearly) without text, a formula not
+typeset, a figure not drawn, a request that leaves the machine, a link to a place the book does not have.
 """
 
 from __future__ import annotations
@@ -160,18 +163,34 @@ PREPARE = r"""([printed, own, headings, headingId]) => {
 }"""
 
 WAIT_FOR_DRAWING = r"""async () => {
-    if (document.querySelector('div.math, span.math')) {
-        while (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) {
-            await new Promise(resolve => setTimeout(resolve, 50));
+    const problems = [];
+    const math = document.querySelectorAll('div.math, span.math').length;
+    if (math) {
+        if (window.peMath) {
+            await peMath.typesetAll();
+        } else {
+            problems.push(`${math} formulas, but no _static/pe-math.js to typeset them`);
         }
-        await MathJax.startup.promise;
+        const waiting = document.querySelectorAll('mjx-lazy').length;
+        if (waiting) problems.push(`${waiting} formulas not typeset`);
+        const typeset = document.querySelectorAll(
+            'div.math mjx-container[jax], span.math mjx-container[jax]').length;
+        if (typeset < math) problems.push(`${typeset} of ${math} formulas typeset`);
     }
     const figures = Array.from(document.querySelectorAll('div.pe-chart'));
-    while (!figures.every(f => f.dataset.peChartState)) {
-        await new Promise(resolve => setTimeout(resolve, 50));
+    if (figures.length) {
+        if (window.peCharts) {
+            await peCharts.drawAll();
+        } else {
+            problems.push(`${figures.length} figures, but no _static/pe-charts.js to draw them`);
+        }
+        const failed = figures.filter(f => f.dataset.peChartState !== 'drawn');
+        if (failed.length) {
+            problems.push('figures not drawn: ' + failed.map(f => f.dataset.peChart).join(', '));
+        }
     }
     await document.fonts.ready;
-    return figures.filter(f => f.dataset.peChartState !== 'drawn').map(f => f.dataset.peChart);
+    return problems;
 }"""
 
 # The first document's page becomes the book: the front matter and every document's article.
@@ -344,9 +363,8 @@ async def print_book_pdf(
 
     async def opened(page: Any, path: str) -> None:
         await page.goto(base_url + path, wait_until="load")
-        failed = await page.evaluate(WAIT_FOR_DRAWING)
-        if failed:
-            problems.append(f"{path}: figures not drawn: {failed}")
+        drawn = await page.evaluate(WAIT_FOR_DRAWING)
+        problems.extend(f"{path}: {problem}" for problem in drawn)
 
     prepared: list[dict[str, Any] | None] = [None] * len(documents)
 

@@ -3,9 +3,10 @@
 # gzipped (serve_gzipped.py), with Debian's Chromium. Usage, from the repository's root:
 #   benchmarks/lighthouse/run.sh _build/html OUT_PREFIX [RUNS]
 # Lighthouse comes from npm (npx lighthouse@12.2.3); CHROME_PATH names the browser, so that it
-# never downloads one. Writes OUT_PREFIX-<page>-<run>.json.
+# never downloads one; PORT the local port it serves on (8701). Writes
+# OUT_PREFIX-<page>-<run>.json.
 set -eu
-html=$1; out=$2; runs=${3:-3}; port=8701
+html=$1; out=$2; runs=${3:-3}; port=${PORT:-8701}
 python3 "$(dirname "$0")/serve_gzipped.py" "$html" "$port" &
 server=$!
 trap 'kill $server' EXIT

@@ -2,7 +2,8 @@
 
 MathJax: the pinned ``sphinx-mathjax-offline`` package holds the whole MathJax 3 distribution
 (24 MB); pages load one component (``tex-chtml.js``, TeX input and CommonHTML output with the
-menu and the assistive MathML built in) and the CommonHTML fonts. This copies those, and the
+menu and the assistive MathML built in) and the CommonHTML fonts, and the lazy-typesetting
+extension (``ui/lazy``: each formula typeset as it nears the screen). This copies those, and the
 licence, into ``_static/mathjax``.
 
 Icons: the theme's ``scripts/fontawesome.js`` (1.5 MB) holds every Font Awesome icon and turns
@@ -41,7 +42,12 @@ from xml.etree import ElementTree
 
 # The components of MathJax's tex-chtml.js without its context menu (426 KB of the 1.16 MB file;
 # the assistive MathML for screen readers stays): startup.js loads them from this list, and the
-# TeX extensions a page needs beyond these on demand (autoload).
+# TeX extensions a page needs beyond these on demand (autoload). And MathJax's lazy typesetting
+# (ui/lazy, MathJax 3.2): a formula is typeset when it comes within MATHJAX_LAZY_MARGIN of the
+# screen, not all of a chapter's formulas as the page loads (CommonHTML inserts and measures
+# each one: seconds of layout work on a phone). What needs every formula asks for them all:
+# _static/pe-math.js's peMath.typesetAll() (the PDF printer, the browser tests), and MathJax
+# itself before the browser prints.
 MATHJAX_ENTRY = "startup.js"
 MATHJAX_COMPONENTS = [
     "core",
@@ -53,7 +59,11 @@ MATHJAX_COMPONENTS = [
     "[tex]/autoload",
     "output/chtml",
     "a11y/assistive-mml",
+    "ui/lazy",
 ]
+# How far outside the screen (above and below) a formula is typeset: about a phone's screen, so
+# that reading or scrolling at a normal pace finds the formulas ahead already typeset.
+MATHJAX_LAZY_MARGIN = "800px 0px"
 MATHJAX_KEEP = (
     MATHJAX_ENTRY,
     "core.js",
@@ -63,6 +73,7 @@ MATHJAX_KEEP = (
     "output/chtml/fonts/tex.js",
     "output/chtml/fonts/woff-v2",
     "a11y/assistive-mml.js",
+    "ui/lazy.js",
 )
 # Font Awesome's styles, by the class names that select them (fa-solid, or the older fas).
 PACKS = {"fa-solid": "solid", "fa-regular": "regular", "fa-brands": "brands"}
@@ -263,11 +274,15 @@ def _finished(app: Any, exception: Exception | None) -> None:
 
 
 def _loader(app: Any, config: Any) -> None:
-    """Tell MathJax's startup which components to load (what tex-chtml.js bundles, no menu)."""
+    """Tell MathJax's startup which components to load (what tex-chtml.js bundles, no menu, and
+    lazy typesetting) and how near the screen a formula is typeset."""
     mathjax = dict(config.mathjax3_config or {})
     loader = dict(mathjax.get("loader", {}))
     loader["load"] = MATHJAX_COMPONENTS
     mathjax["loader"] = loader
+    options = dict(mathjax.get("options", {}))
+    options.setdefault("lazyMargin", MATHJAX_LAZY_MARGIN)
+    mathjax["options"] = options
     tex = dict(mathjax.get("tex", {}))
     packages = tex.get("packages", {})
     if isinstance(packages, dict) and "[-]" in packages:

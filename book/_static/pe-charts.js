@@ -3,9 +3,12 @@
 // <script type="application/json" class="pe-chart-spec">; the build compiled that to Vega
 // (book/_ext/vega_charts.py) and wrote it just before the figure, in a
 // <script type="application/json" class="pe-chart-vega">. On a page that has any figure, this
-// loads Vega and vega-embed from the book's own _static/vega/ (fetched by tools/fetch_vega.py),
-// one after the other, and embeds every figure as SVG. Each figure element keeps its Vega view as
-// `element.peView`, and gets data-pe-chart-state="drawn" (or "failed") when done.
+// draws each figure as SVG when it nears the screen (an IntersectionObserver), the first one
+// loading Vega and vega-embed from the book's own _static/vega/ (fetched by tools/fetch_vega.py),
+// so that a phone spends nothing on figures the reader has not come near. Each figure element
+// keeps its Vega view as `element.peView`, and gets data-pe-chart-state="drawn" (or "failed")
+// when done. peCharts.drawAll() draws every figure not drawn yet and returns a promise (for the
+// PDF printer and the browser tests, which need them all).
 //
 // Around each figure it also
 // - follows the page's light or dark theme: the compiled specification names the theme's
@@ -156,6 +159,7 @@
   }
 
   async function embed(figure, spec, values) {
+    figure.peTheme = document.documentElement.dataset.theme;
     let colours = themed(spec, getComputedStyle(document.documentElement));
     const variants = (spec.usermeta || {}).dark_colors;
     if (variants && document.documentElement.dataset.theme === "dark") {
@@ -197,49 +201,106 @@
     return values;
   }
 
-  async function draw() {
-    const figures = Array.from(document.querySelectorAll("div.pe-chart"));
+  // The figures, each drawn once as it nears the screen (NEAR: about a phone's screen ahead,
+  // above and below), one after the other; Vega and vega-embed load when the first one does.
+  const NEAR = "800px 0px";
+  const figures = [];
+  let bundlesLoaded = null;
+  let queue = Promise.resolve();
+
+  function loadBundles() {
+    if (bundlesLoaded === null) {
+      bundlesLoaded = (async () => {
+        // The bundles are UMD: with an AMD loader on the page (require.js) they would register
+        // as anonymous modules instead of globals, so hide it while they load.
+        const amd = window.define;
+        window.define = undefined;
+        try {
+          for (const name of bundles) {
+            await load(name);
+          }
+        } finally {
+          window.define = amd;
+        }
+      })();
+    }
+    return bundlesLoaded;
+  }
+
+  // Draws a figure (once: later calls return the same promise), in the page's current theme.
+  function drawFigure(figure) {
+    if (!figure.peDrawn) {
+      figure.peDrawn = queue = queue.then(async () => {
+        let spec;
+        try {
+          await loadBundles();
+          spec = compiled(figure);
+          await embed(figure, spec);
+          // The reader switched theme while it was drawn: again, in the new colours.
+          while (figure.peTheme !== document.documentElement.dataset.theme) {
+            await embed(figure, spec, currentValues(figure));
+          }
+          figure.dataset.peChartState = "drawn";
+        } catch (error) {
+          figure.dataset.peChartState = "failed";
+          console.error("pe-charts:", error);
+          return;
+        }
+        if (fitsContainer(spec)) {
+          let width = figure.clientWidth;
+          new ResizeObserver(() => {
+            if (figure.clientWidth === width || !figure.peView) return;
+            width = figure.clientWidth;
+            figure.peView.width(width).runAsync();
+          }).observe(figure);
+        }
+      });
+    }
+    return figure.peDrawn;
+  }
+
+  // Draws every figure of the page not drawn yet, for what needs them all at once (the PDF
+  // printer, the browser tests, the browser's own printing); resolves when all are drawn (or
+  // failed: data-pe-chart-state says which).
+  function drawAll() {
+    return Promise.all(figures.map(drawFigure)).then(() => undefined);
+  }
+
+  window.peCharts = { drawAll };
+
+  function draw() {
+    figures.push(...document.querySelectorAll("div.pe-chart"));
     if (figures.length === 0) {
       return;
     }
-    // The bundles are UMD: with an AMD loader on the page (require.js) they would register as
-    // anonymous modules instead of globals, so hide it while they load.
-    const amd = window.define;
-    window.define = undefined;
-    try {
-      for (const name of bundles) {
-        await load(name);
-      }
-    } finally {
-      window.define = amd;
+    for (const figure of figures) guard(figure);
+    if ("IntersectionObserver" in window) {
+      const near = new IntersectionObserver((entries) => {
+        for (const entry of entries) {
+          if (!entry.isIntersecting) continue;
+          near.unobserve(entry.target);
+          drawFigure(entry.target);
+        }
+      }, { rootMargin: NEAR });
+      for (const figure of figures) near.observe(figure);
+    } else {
+      drawAll();
     }
-    for (const figure of figures) {
-      let spec;
-      guard(figure);
-      try {
-        spec = compiled(figure);
-        await embed(figure, spec);
-        figure.dataset.peChartState = "drawn";
-      } catch (error) {
-        figure.dataset.peChartState = "failed";
-        console.error("pe-charts:", error);
-        continue;
-      }
-      if (fitsContainer(spec)) {
-        let width = figure.clientWidth;
-        new ResizeObserver(() => {
-          if (figure.clientWidth === width || !figure.peView) return;
-          width = figure.clientWidth;
-          figure.peView.width(width).runAsync();
-        }).observe(figure);
-      }
-    }
-    // The reader switched between light and dark: redraw in the new colours, same settings.
-    new MutationObserver(async () => {
-      for (const figure of figures) {
-        if (figure.dataset.peChartState !== "drawn") continue;
-        await embed(figure, compiled(figure), currentValues(figure));
-      }
+    // Printing from the browser: every figure, as far as there is time before the print.
+    window.addEventListener("beforeprint", drawAll);
+    // The reader switched between light and dark: redraw in the new colours, same settings
+    // (a figure not drawn yet takes the theme it finds when it is).
+    new MutationObserver(() => {
+      queue = queue.then(async () => {
+        for (const figure of figures) {
+          if (figure.dataset.peChartState !== "drawn") continue;
+          try {
+            await embed(figure, compiled(figure), currentValues(figure));
+          } catch (error) {
+            console.error("pe-charts:", error);
+          }
+        }
+      });
     }).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
   }
 

@@ -4,8 +4,9 @@ The pages are served from a local HTTP server on an ephemeral port. Every reques
 that server (a CDN, Binder, Colab) is aborted and recorded, so a page passes only if it reads
 offline. Per page the test checks: no console errors or uncaught exceptions, no failed request to
 the local server, no request to any other host, every ``<img>`` decoded (``naturalWidth > 0``),
-math typeset by the MathJax copy in ``_static`` (one ``mjx-container`` per math element and no
-MathJax error node), every run of Hangul drawn by the book's Korean web font, every local link pointing at an existing file and, when it has a
+math typeset by the MathJax copy in ``_static`` (one typeset ``mjx-container`` per math element
+and no MathJax error node, once the page is asked for every formula: a reader's page typesets
+each one as it nears the screen), every run of Hangul drawn by the book's Korean web font, every local link pointing at an existing file and, when it has a
 ``#fragment``, at an existing ``id`` in that file, and every saved ipywidget rendered into a
 visible, non-empty area.
 
@@ -267,6 +268,22 @@ def visit(browser, base_url):
 # --------------------------------------------------------------------------- per-page checks
 
 
+# A formula MathJax has typeset: its lazy typesetter leaves a formula it has not come to as an empty
+# <mjx-container> around an <mjx-lazy> marker, without the jax attribute.
+TYPESET = "mjx-container[jax]"
+
+
+def _typeset_all(page) -> None:
+    """Every formula of the page typeset and fitted (``_static/pe-math.js``)."""
+    page.evaluate("() => window.peMath && peMath.typesetAll()")
+
+
+def _draw_figures(page) -> None:
+    """Every explorable figure of the page drawn (``_static/pe-charts.js``), or failed."""
+    page.evaluate("() => window.peCharts && peCharts.drawAll()")
+    page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+
+
 def check_math(page, base_url: str) -> list[str]:
     """Every Sphinx math element typeset by MathJax, with no MathJax error node."""
     math_count = page.locator("div.math, span.math").count()
@@ -282,8 +299,9 @@ def check_math(page, base_url: str) -> list[str]:
             f"math: {math_count} math elements, but MathJax did not start in {MATH_TIMEOUT_MS} ms"
         ]
     page.evaluate("() => MathJax.startup.promise")
+    _typeset_all(page)
     problems = []
-    typeset = page.locator("div.math mjx-container, span.math mjx-container").count()
+    typeset = page.locator(f"div.math {TYPESET}, span.math {TYPESET}").count()
     if typeset < math_count:
         problems.append(f"math: only {typeset} of {math_count} math elements typeset by MathJax")
     errors = page.evaluate(
@@ -760,7 +778,7 @@ def test_figures_redraw_and_agree_with_pe_lib(visit, relpath: str) -> None:
     if not PAGES_WITH_FIGURES:
         pytest.fail("no chapter stores an explorable figure")
     page = visit(relpath).page
-    page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    _draw_figures(page)
     figures = page.evaluate(DESCRIBE_FIGURES)
     assert len(figures) == PAGES_WITH_FIGURES[relpath]
     problems = []
@@ -804,7 +822,7 @@ def test_no_control_moves_without_effect(visit, relpath: str) -> None:
     page = visit(relpath).page
     page.wait_for_load_state("networkidle")
     if relpath in PAGES_WITH_FIGURES:
-        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+        _draw_figures(page)
     dead = [c["html"] for c in page.evaluate(ARTICLE_CONTROLS) if not c["inFigure"]]
     assert not dead, f"{relpath}: controls that no figure on the page answers: {dead}"
 
@@ -844,8 +862,9 @@ def test_page_fits_a_narrow_screen(visit, relpath: str) -> None:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
     page = visit(relpath, viewport={"width": NARROW_WIDTH, "height": 800}).page
     page.wait_for_load_state("networkidle")
+    _typeset_all(page)
     if relpath in PAGES_WITH_FIGURES:
-        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+        _draw_figures(page)
     width = page.evaluate("() => document.documentElement.scrollWidth")
     wide = page.evaluate(WIDER_THAN, NARROW_WIDTH)
     assert width <= NARROW_WIDTH, f"{relpath} is {width} px wide at {NARROW_WIDTH} px: {wide}"
@@ -921,7 +940,7 @@ def test_figures_readable_in_dark_mode(visit, relpath: str) -> None:
     page.wait_for_load_state("networkidle")
     assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
     if relpath in PAGES_WITH_FIGURES:
-        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+        _draw_figures(page)
     check_images(page)
     transparent = [f["figure"] for f in page.evaluate(FIGURE_BACKGROUNDS) if not f["opaque"]]
     assert not transparent, f"{relpath}: figures without an opaque background: {transparent}"
@@ -1055,7 +1074,7 @@ TEXT_CONTROLS = "div.pe-chart .vega-bindings input[type=text]"
 def test_enter_in_a_chart_control_neither_submits_nor_scrolls(visit, relpath: str) -> None:
     """Enter in every text control keeps URL and scroll; bad input is reported in words."""
     page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}).page
-    page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    _draw_figures(page)
     page.evaluate("() => { window.peNotReloaded = true; }")
     boxes = page.locator(TEXT_CONTROLS)
     problems = []
@@ -1096,7 +1115,7 @@ CHARTS_FIT = """() => Array.from(document.querySelectorAll('div.pe-chart'), figu
 def test_charts_fit_their_box_after_a_resize(visit, relpath: str) -> None:
     """1280 -> 700 -> 1280: every chart is drawn within its box, and fills a wide one."""
     page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}).page
-    page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+    _draw_figures(page)
     problems = []
     for width in (700, WIDE_WIDTH):
         page.set_viewport_size({"width": width, "height": 900})
@@ -1126,6 +1145,7 @@ def _open_wide(visit, relpath: str):
             "() => document.documentElement.dataset.peMathFitted === 'true'",
             timeout=MATH_TIMEOUT_MS,
         )
+        _typeset_all(page)
     return page
 
 
@@ -1322,7 +1342,7 @@ def test_first_visit_weight(browser, base_url, relpath: str) -> None:
         page.goto(page_visit.url, wait_until="load")
         page.wait_for_load_state("networkidle")
         if relpath in PAGES_WITH_FIGURES:
-            page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+            _draw_figures(page)
         check_images(page)
         page.wait_for_load_state("networkidle")
         holds = {path: _holds_user(page, user) for path, user in USERS_OF_FILES.items()}
@@ -1373,7 +1393,8 @@ def browser_with_scrollbars(browser):
 
 
 def _open(browser, base_url: str, relpath: str, theme: str | None = None, **options) -> PageVisit:
-    """``relpath`` loaded and settled: network idle, math typeset and fitted, figures drawn."""
+    """``relpath`` loaded and settled: network idle, every formula typeset and fitted, every figure
+    drawn (a reader's page does each as it nears the screen: here all are asked for)."""
     script = f"localStorage.setItem('mode', '{theme}')" if theme else None
     page_visit = PageVisit(browser, base_url, relpath, init_script=script, **options)
     page = page_visit.page
@@ -1384,8 +1405,9 @@ def _open(browser, base_url: str, relpath: str, theme: str | None = None, **opti
             "() => document.documentElement.dataset.peMathFitted === 'true'",
             timeout=MATH_TIMEOUT_MS,
         )
+        _typeset_all(page)
     if relpath in PAGES_WITH_FIGURES:
-        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+        _draw_figures(page)
     return page_visit
 
 
@@ -1438,10 +1460,11 @@ def test_figures_keep_their_shape_load_lazily_and_fit_a_phone(browser, base_url,
 
 
 # Inline formulas that are scroll boxes, and scroll boxes of display math a keyboard cannot
-# reach or a screen reader cannot name.
+# reach or a screen reader cannot name (typeset formulas: one still waiting for MathJax's lazy
+# typesetter is an empty box).
 MATH_SCROLLERS = """() => {
     const bad = [];
-    for (const box of document.querySelectorAll('article mjx-container')) {
+    for (const box of document.querySelectorAll('article mjx-container[jax]')) {
         const style = getComputedStyle(box);
         const scrolls = ['auto', 'scroll'].includes(style.overflowX);
         const text = (box.closest('.math') || box).textContent.slice(0, 40);
@@ -1517,6 +1540,127 @@ def test_equations_are_fitted_in_one_layout(browser, base_url) -> None:
         page_visit.close()
     assert formulas > 50, f"only {formulas} formulas on {REFIT_LAYOUTS_PAGE}: a vacuous check"
     assert spent <= 4, f"{spent} layouts to fit {formulas} formulas again (expected one or two)"
+
+
+# Issue 25: a phone does not wait on layout work. At load MathJax typesets the formulas near the
+# screen and pe-charts.js draws the figures near it; a formula and a figure far below wait until
+# the reader scrolls to them, and are then typeset (and fitted) and drawn.
+LAZY_PAGE = "book/07_rope_alibi.html"
+# The page's last display formula and last figure, where they are and whether they are done.
+FAR_BELOW = """() => {
+    const formula = Array.from(document.querySelectorAll('article div.math')).pop();
+    const figure = Array.from(document.querySelectorAll('article div.pe-chart')).pop();
+    const box = formula.querySelector('mjx-container');
+    return {
+        screens: Math.min(formula.getBoundingClientRect().top,
+                          figure.getBoundingClientRect().top) / innerHeight,
+        formulas: document.querySelectorAll('div.math, span.math').length,
+        typeset: document.querySelectorAll('div.math mjx-container[jax], span.math mjx-container[jax]')
+            .length,
+        formulaTypeset: box.hasAttribute('jax'),
+        formulaWaiting: box.querySelector('mjx-lazy') !== null,
+        formulaText: box.textContent.trim().slice(0, 40),
+        figureState: figure.dataset.peChartState || null,
+        figureSvg: figure.querySelector('svg') !== null,
+        vegaLoaded: typeof window.vega !== 'undefined',
+        pageWidth: document.documentElement.scrollWidth,
+    };
+}"""
+# Every typeset display formula: fitted by pe-math.js (it records the size it started from), and
+# within its box or a named, focusable scroll box.
+UNFITTED = """() => Array.from(document.querySelectorAll('article mjx-container[jax][display="true"]'))
+    .filter(box => box.getClientRects().length > 0)
+    .filter(box => box.dataset.peFontSize === undefined
+        || (box.scrollWidth > box.clientWidth + 1
+            && !(box.classList.contains('pe-math-scrolls') && box.tabIndex >= 0)))
+    .map(box => (box.closest('.math') || box).textContent.slice(0, 40))"""
+
+
+def _open_as_loaded(browser, base_url: str, relpath: str, **options) -> PageVisit:
+    """``relpath`` as a phone shows it after loading: nothing asked for beyond that."""
+    page_visit = PageVisit(
+        browser, base_url, relpath, viewport={"width": NARROW_WIDTH, "height": 800}, **options
+    )
+    page = page_visit.page
+    page.goto(page_visit.url, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function(
+        "() => document.documentElement.dataset.peMathFitted === 'true'", timeout=MATH_TIMEOUT_MS
+    )
+    page.wait_for_timeout(1000)  # what the first screen starts (lazy batches, figures) settles
+    return page_visit
+
+
+def test_far_formulas_and_figures_wait_until_the_reader_scrolls_to_them(browser, base_url) -> None:
+    """At 400 px, after loading, a formula and a figure far below are not yet typeset or drawn
+    (nor is Vega loaded), the formula's TeX there for a screen reader meanwhile; scrolled to, the
+    formula is typeset and fitted and the figure drawn, in the theme the page has then, and no
+    inline formula is a scroll box."""
+    if LAZY_PAGE not in PAGES or LAZY_PAGE not in PAGES_WITH_FIGURES:
+        _not_available(f"{LAZY_PAGE} is not built with its figure: run `make book` first")
+    page_visit = _open_as_loaded(browser, base_url, LAZY_PAGE)
+    try:
+        page = page_visit.page
+        loaded = page.evaluate(FAR_BELOW)
+        # The reader switches to the dark theme before reaching the figure.
+        page.evaluate("() => document.documentElement.dataset.theme = 'dark'")
+        page.evaluate(
+            "() => Array.from(document.querySelectorAll('article div.math')).pop().scrollIntoView()"
+        )
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('article div.math')).pop()"
+            ".querySelector('mjx-container[jax]') !== null",
+            timeout=MATH_TIMEOUT_MS,
+        )
+        page.wait_for_timeout(500)
+        unfitted = page.evaluate(UNFITTED)
+        page.evaluate(
+            "() => Array.from(document.querySelectorAll('article div.pe-chart')).pop()"
+            ".scrollIntoView()"
+        )
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('article div.pe-chart')).pop()"
+            ".dataset.peChartState",
+            timeout=FIGURE_TIMEOUT_MS,
+        )
+        scrolled = page.evaluate(FAR_BELOW)
+        chart = page.evaluate(CHART_THEME)[-1]
+        scrollers = page.evaluate(MATH_SCROLLERS)
+    finally:
+        page_visit.close()
+    assert loaded["screens"] > 3, f"{LAZY_PAGE}: nothing far below the first screen: {loaded}"
+    assert not loaded["formulaTypeset"] and loaded["formulaWaiting"], f"at load: {loaded}"
+    assert loaded["formulaText"], f"at load, a waiting formula without its TeX: {loaded}"
+    assert loaded["pageWidth"] <= NARROW_WIDTH, f"at load, wider than the screen: {loaded}"
+    assert loaded["typeset"] < loaded["formulas"] / 2, f"at load, most formulas typeset: {loaded}"
+    assert loaded["figureState"] is None and not loaded["figureSvg"], f"at load: {loaded}"
+    assert not loaded["vegaLoaded"], f"at load, Vega loaded for a figure far below: {loaded}"
+    assert scrolled["formulaTypeset"] and not scrolled["formulaWaiting"], f"scrolled: {scrolled}"
+    assert scrolled["figureState"] == "drawn" and scrolled["figureSvg"], f"scrolled: {scrolled}"
+    assert not unfitted, f"{LAZY_PAGE}: formulas typeset on scrolling but not fitted: {unfitted}"
+    assert chart["background"] == chart["page"], f"figure drawn on scrolling, not dark: {chart}"
+    assert not scrollers, f"{LAZY_PAGE} at {NARROW_WIDTH} px after scrolling: {scrollers[:5]}"
+
+
+def test_no_serious_accessibility_violation_as_loaded(browser_with_scrollbars, base_url) -> None:
+    """axe-core on a phone-sized page as loaded, its far formulas and figures still waiting."""
+    if LAZY_PAGE not in PAGES:
+        _not_available(f"{LAZY_PAGE} is not built: run `make book` first")
+    if not AXE.is_file():
+        _not_available(f"{AXE} is missing: run `python tools/fetch_axe.py`")
+    page_visit = _open_as_loaded(browser_with_scrollbars, base_url, LAZY_PAGE)
+    try:
+        page = page_visit.page
+        waiting = page.locator("mjx-lazy").count()
+        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+        violations = page.evaluate(AXE_RUN)
+    finally:
+        page_visit.close()
+    assert waiting > 0, f"{LAZY_PAGE}: no formula waiting after loading (a vacuous check)"
+    serious = [v for v in violations if v["impact"] in FORBIDDEN_IMPACTS]
+    assert not serious, f"{LAZY_PAGE} as loaded: " + "; ".join(
+        f"{v['id']} ({v['impact']}, {v['count']}): {v['help']} at {v['nodes']}" for v in serious
+    )
 
 
 AXE_RUN = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
@@ -1608,7 +1752,7 @@ def test_every_chart_mark_has_3_to_1_contrast_with_the_page(
         other = "dark" if theme == "light" else "light"
         page.evaluate(f"() => document.documentElement.dataset.theme = '{other}'")
         page.wait_for_timeout(1500)
-        page.wait_for_function(FIGURES_DRAWN, timeout=FIGURE_TIMEOUT_MS)
+        _draw_figures(page)
         switched = page.evaluate(CHART_MARKS)
     finally:
         page_visit.close()

@@ -1,0 +1,52 @@
+"""The medians of Lighthouse runs, per page: the four scores, LCP and TBT.
+
+Usage: ``python benchmarks/lighthouse/summary.py OUT_PREFIX...``, each prefix given to ``run.sh``
+(its runs are ``OUT_PREFIX-<page>-<run>.json``); a page's runs under all the prefixes given are
+taken together. Prints a Markdown table like the one in ``README.md``. For that record only (no
+test reads it).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+CATEGORIES = ["performance", "accessibility", "best-practices", "seo"]
+PAGES = {"intro": "intro", "07_rope_alibi": "chapter 7", "08_stretching_rope": "chapter 8"}
+
+
+def main() -> None:
+    runs: dict[str, list[dict]] = defaultdict(list)
+    for prefix in sys.argv[1:]:
+        folder, stem = Path(prefix).parent, Path(prefix).name
+        for path in sorted(folder.glob(f"{stem}-*-*.json")):
+            page = path.stem[len(stem) + 1 :].rsplit("-", 1)[0]
+            runs[page].append(json.loads(path.read_text(encoding="utf-8")))
+    print("| page | runs | performance | accessibility | best practices | SEO | LCP | TBT |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for page, name in PAGES.items():
+        reports = runs.get(page, [])
+        if not reports:
+            continue
+        scores = [
+            statistics.median(round(r["categories"][c]["score"] * 100) for r in reports)
+            for c in CATEGORIES
+        ]
+        lcp = statistics.median(
+            r["audits"]["largest-contentful-paint"]["numericValue"] for r in reports
+        )
+        tbt = statistics.median(r["audits"]["total-blocking-time"]["numericValue"] for r in reports)
+        performance = sorted(round(r["categories"]["performance"]["score"] * 100) for r in reports)
+        cells = [f"{s:g}" for s in scores] + [f"{lcp / 1000:.1f} s", f"{tbt / 1000:.2f} s"]
+        print(
+            f"| {name} | {len(reports)} ({', '.join(map(str, performance))}) | "
+            + " | ".join(cells)
+            + " |"
+        )
+
+
+if __name__ == "__main__":
+    main()

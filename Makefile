@@ -88,7 +88,10 @@ book-en: $(STAMP) weights $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA
 	touch $(BUILT_STAMP)
 
 ## check: the quick loop: ruff, mypy --strict, the library, checker, tool and book tests, nbval.
-check: lint unit nbval
+# Two at a time, one per core (the chapters' kernels and the unit tests are mostly one thread
+# each); each part's output is printed whole when it ends.
+check: $(STAMP) weights $(VEGA) $(ICONS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint unit nbval
 
 ## test: everything: `make check`, chapter 9 on other seeds, the chapters under generic CPU
 ## kernels and in the Binder environment, strict build, browser test of every page, the PDF and

@@ -26,34 +26,46 @@ from .style import LINE_CYCLE
 __all__ = [
     "BOOK_RC",
     "FIGURE_WIDTH_IN",
+    "SMALLEST_TEXT_PT",
     "plot_attention_weights",
     "plot_dimensions",
     "plot_dot_product_vs_distance",
     "plot_encoding_heatmap",
     "plot_wavelengths",
+    "smallest_text",
     "use_book_figures",
 ]
 
-#: The width of every figure of the book in inches (640 CSS px at 100 dpi), whatever size
+#: The width of every figure of the book in inches (500 CSS px at 100 dpi), whatever size
 #: the code asked for; the height follows the aspect asked for. The text column at 1280 px
-#: shows it at about 1 to 1, so text has one size across figures.
-FIGURE_WIDTH_IN = 6.4
+#: (784 px wide) shows it at 1 to 1, so text has one size across figures; a phone's column at
+#: 400 px (352 px, 330 in a solution's box) scales it by 0.7, where a figure 6.4 in wide was
+#: scaled by 0.54 and its 10 pt tick labels showed at 7.5 CSS px.
+FIGURE_WIDTH_IN = 5.0
+
+#: The size in points of the smallest text a figure may hold (tick labels, legends,
+#: annotations). At 100 dpi it is 14.6 CSS px where the figure is shown at 1 to 1 (a desktop),
+#: and 10 px in a phone's column at 400 px (9.4 px in a solution's box), never under 9 CSS px
+#: (about 6.75 pt, the smallest type print journals accept in a figure). The book's style,
+#: :func:`use_book_figures`, refuses to show a figure with smaller text.
+SMALLEST_TEXT_PT = 10.5
 
 #: The book's house style for matplotlib figures (README, section Contributing, Figures), as
-#: rcParams. Text sizes suit the figure width above and stay legible at 400 px; lines take
-#: the colours of :mod:`pe_lib.style`; PNG output has twice the displayed resolution.
+#: rcParams. Text sizes suit the figure width above and stay legible at 400 px (none below
+#: :data:`SMALLEST_TEXT_PT`); lines take the colours of :mod:`pe_lib.style`; PNG output has
+#: twice the displayed resolution.
 BOOK_RC: dict[str, Any] = {
     "figure.dpi": 100,
-    "figure.figsize": (FIGURE_WIDTH_IN, 3.6),
-    "font.size": 11,
-    "axes.titlesize": 12,
-    "axes.labelsize": 11,
-    "xtick.labelsize": 10,
-    "ytick.labelsize": 10,
-    "legend.fontsize": 10,
-    "legend.title_fontsize": 10,
-    "figure.titlesize": 12,
-    "figure.labelsize": 11,
+    "figure.figsize": (FIGURE_WIDTH_IN, 3.0),
+    "font.size": 11.5,
+    "axes.titlesize": 11.5,
+    "axes.labelsize": 11.5,
+    "xtick.labelsize": SMALLEST_TEXT_PT,
+    "ytick.labelsize": SMALLEST_TEXT_PT,
+    "legend.fontsize": SMALLEST_TEXT_PT,
+    "legend.title_fontsize": SMALLEST_TEXT_PT,
+    "figure.titlesize": 12.5,
+    "figure.labelsize": 11.5,
     "lines.linewidth": 1.8,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -63,13 +75,36 @@ BOOK_RC: dict[str, Any] = {
 }
 
 
+def smallest_text(fig: Figure) -> tuple[float, str] | None:
+    """The size in points of the smallest visible text ``fig`` draws, and that text.
+
+    Lays the figure out first (tick labels exist once it is drawn); ``None`` if it draws no
+    text. Mathtext's sub- and superscripts are part of their label and not counted apart.
+    """
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    found: tuple[float, str] | None = None
+    for artist in fig.findobj(Text):
+        if not artist.get_visible() or not artist.get_text().strip():
+            continue
+        axes = artist.axes
+        if axes is not None and not axes.get_visible():
+            continue
+        size = float(artist.get_fontsize())
+        if found is None or size < found[0]:
+            found = (size, artist.get_text())
+    return found
+
+
 def use_book_figures() -> None:
     """Apply the book's figure style to matplotlib and, in IPython, to inline output.
 
     Sets :data:`BOOK_RC`; in a running IPython kernel, makes inline figures PNG at twice their
     resolution (sharp on high-DPI screens; nbval does not compare PNG bytes) and draws every
-    figure :data:`FIGURE_WIDTH_IN` wide, scaling its height with it. Call it once, in a
-    chapter's first code cell.
+    figure :data:`FIGURE_WIDTH_IN` wide, scaling its height with it. A figure with text smaller
+    than :data:`SMALLEST_TEXT_PT` is not shown: its output is a ``ValueError`` naming the text.
+    Call it once, in a chapter's first code cell.
     """
     import matplotlib as mpl
     from cycler import cycler
@@ -99,6 +134,13 @@ def use_book_figures() -> None:
         width, height = fig.get_size_inches()
         if width > 0 and abs(width - FIGURE_WIDTH_IN) > 1e-6:
             fig.set_size_inches(FIGURE_WIDTH_IN, height * FIGURE_WIDTH_IN / width)
+        small = smallest_text(fig)
+        if small is not None and small[0] < SMALLEST_TEXT_PT - 1e-9:
+            raise ValueError(
+                f"figure text {small[1]!r} is {small[0]:g} pt, below the book's smallest, "
+                f"{SMALLEST_TEXT_PT:g} pt (illegible on a phone): leave text sizes to "
+                "use_book_figures"
+            )
         return retina_figure(fig, bbox_inches="tight")  # type: ignore[no-untyped-call]
 
     formatter = shell.display_formatter.formatters["image/png"]
@@ -148,7 +190,7 @@ def _labelled(
     if colorbar is not None:
         fig.colorbar(colorbar[0], ax=ax, label=colorbar[1])
     if legend is not None:
-        ax.legend(loc=legend, fontsize="small")
+        ax.legend(loc=legend)
     return fig, ax
 
 
@@ -197,7 +239,7 @@ def plot_dimensions(
         ax.plot(positions, values[:, d], color=color, label=f"dim {d}")
     ax.set_xlabel("position")
     ax.set_ylabel("encoding value")
-    ax.legend(loc="upper right", fontsize="small", ncols=min(len(columns), 4))
+    ax.legend(loc="upper right", ncols=min(len(columns), 4))
     return fig, ax
 
 
@@ -210,7 +252,18 @@ def plot_wavelengths(
     ax.semilogy(2 * np.arange(lam.size), lam, marker=".", linestyle="none")
     ax.axhline(2 * np.pi, color="0.5", linestyle=":", label=r"$2\pi$")
     ax.axhline(2 * np.pi * base, color="0.5", linestyle="--", label=r"$2\pi\cdot$base")
-    return _labelled(fig, ax, ("dimension 2i", "wavelength (positions)"), legend="lower right")
+    # Each line named where it runs clear of the points (which rise from one to the other): a
+    # legend in any corner covered one of the lines.
+    where: tuple[str, str] = ("axes fraction", "data")
+    for text, y, x, ha, va in (
+        (r"$2\pi$", 2 * np.pi, 1, "right", "bottom"),
+        (r"$2\pi\cdot$base", 2 * np.pi * base, 0, "left", "top"),
+    ):
+        offset = (4 if x == 0 else -4, 2 if va == "bottom" else -2)
+        ax.annotate(
+            text, (x, y), xytext=offset, xycoords=where, textcoords="offset points", ha=ha, va=va
+        )
+    return _labelled(fig, ax, ("dimension 2i", "wavelength (positions)"))
 
 
 def plot_dot_product_vs_distance(

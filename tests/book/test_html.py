@@ -1459,6 +1459,56 @@ def test_figures_keep_their_shape_load_lazily_and_fit_a_phone(browser, base_url,
     assert not big, f"{relpath} at {NARROW_WIDTH} px, figures with no phone-sized copy: {big}"
 
 
+# The smallest text a reader sees in a figure, in CSS px: 9 px, about 6.75 pt, the smallest type
+# print journals accept in a figure (and the tick labels that a 400 px screen showed at 5 to 7 px
+# before the figures were narrowed).
+SMALLEST_SHOWN_TEXT_PX = 9.0
+# Each matplotlib figure: the width the page shows it at, and the width it was drawn for (its
+# ``width`` attribute, IPython's retina size: 1 CSS px per pixel at matplotlib's 100 dpi).
+FIGURE_SCALES = """() => Array.from(document.querySelectorAll('article .cell_output img'), img => ({
+    src: img.getAttribute('src').split('/').pop(),
+    shown: img.getBoundingClientRect().width,
+    drawn: Number(img.getAttribute('width')),
+    enlarge: !!img.closest('a[href]'),
+}))"""
+
+
+@pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
+def test_figure_text_is_legible_on_a_phone(browser, base_url, relpath) -> None:
+    """At 400 px, the smallest text of every matplotlib figure shows at 9 CSS px or more.
+
+    A figure is drawn at 100 dpi, so text of ``s`` points is ``s * 100 / 72`` CSS px where the
+    figure is shown at the width it was drawn for; the page scales it to its column. The smallest
+    text any figure draws is ``pe_lib.plotting.SMALLEST_TEXT_PT``: the book's figures are shown
+    by ``use_book_figures``, which refuses smaller text (and nbval re-executes every chapter).
+    Each figure still opens at full size on a tap.
+    """
+    from pe_lib.plotting import BOOK_RC, SMALLEST_TEXT_PT
+
+    if not CHAPTER_PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    page_visit = _open(browser, base_url, relpath, viewport={"width": NARROW_WIDTH, "height": 800})
+    try:
+        page = page_visit.page
+        assert not check_images(page)
+        figures = page.evaluate(FIGURE_SCALES)
+    finally:
+        page_visit.close()
+    point = BOOK_RC["figure.dpi"] / 72  # CSS px per point where a figure is shown at 1 to 1
+    small = [
+        f"{f['src']}: drawn {f['drawn']} px wide, shown {f['shown']:.0f} px: "
+        f"{SMALLEST_TEXT_PT:g} pt text at {SMALLEST_TEXT_PT * point * f['shown'] / f['drawn']:.1f} px"
+        for f in figures
+        if SMALLEST_TEXT_PT * point * f["shown"] / f["drawn"] < SMALLEST_SHOWN_TEXT_PX
+    ]
+    assert not small, (
+        f"{relpath} at {NARROW_WIDTH} px, figure text under {SMALLEST_SHOWN_TEXT_PX:g} px:\n  "
+        + "\n  ".join(small)
+    )
+    closed = [f["src"] for f in figures if not f["enlarge"]]
+    assert not closed, f"{relpath}: figures that a tap does not open at full size: {closed}"
+
+
 # Inline formulas that are scroll boxes, and scroll boxes of display math a keyboard cannot
 # reach or a screen reader cannot name (typeset formulas: one still waiting for MathJax's lazy
 # typesetter is an empty box).

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from pe_lib import sinusoidal_table, wavelengths
 from pe_lib.plotting import (
+    FIGURE_WIDTH_IN,
     plot_attention_weights,
     plot_dimensions,
     plot_dot_product_vs_distance,
@@ -181,3 +182,69 @@ def test_neighbouring_dimensions_get_distinct_colours():
         for i in range(2)
     )
     assert distance > 0.3, colours
+
+
+def test_book_text_is_never_smaller_than_the_smallest_size():
+    from pe_lib.plotting import BOOK_RC, SMALLEST_TEXT_PT
+
+    sizes = {k: v for k, v in BOOK_RC.items() if k.endswith("size") and k != "figure.figsize"}
+    assert sizes and min(sizes.values()) == SMALLEST_TEXT_PT
+    # 100 dpi: where a figure is shown at 1 to 1 (a desktop's column) the smallest text is at
+    # least 13 CSS px; scaled into the narrowest column at 400 px (330 px, a solution's box;
+    # the figure as drawn is up to 20 px wider, its margins) it stays at 9 px or more.
+    point = BOOK_RC["figure.dpi"] / 72
+    assert SMALLEST_TEXT_PT * point >= 13
+    assert SMALLEST_TEXT_PT * point * 330 / (FIGURE_WIDTH_IN * BOOK_RC["figure.dpi"] + 20) >= 9
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_helpers_draw_no_text_below_the_smallest_size(name):
+    import matplotlib as mpl
+
+    from pe_lib.plotting import SMALLEST_TEXT_PT, smallest_text, use_book_figures
+
+    with mpl.rc_context():
+        use_book_figures()
+        fig, _ = CALLS[name]()
+        size, text = smallest_text(fig)
+    assert size >= SMALLEST_TEXT_PT, f"{text!r} at {size} pt"
+    plt.close(fig)
+
+
+def test_smallest_text_finds_the_smallest_visible_text():
+    from pe_lib.plotting import smallest_text
+
+    fig, ax = plt.subplots()
+    assert smallest_text(plt.figure()) is None
+    ax.set_xlabel("x", fontsize=14)
+    ax.text(0.5, 0.5, "hidden", fontsize=3, visible=False)
+    ax.text(0.5, 0.5, "   ", fontsize=4)
+    ax.tick_params(labelsize=12)
+    ax.set_title("title", fontsize=6)
+    assert smallest_text(fig) == (6.0, "title")
+    plt.close("all")
+
+
+def test_book_figures_refuse_text_too_small_for_a_phone():
+    import matplotlib as mpl
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from pe_lib.plotting import use_book_figures
+
+    saved = dict(mpl.rcParams)
+    shell = InteractiveShell.instance()
+    try:
+        use_book_figures()
+        formatter = shell.display_formatter.formatters["image/png"]
+        fig, ax = plt.subplots(figsize=(9, 3))
+        ax.plot([0, 1], [0, 1], label="line")
+        ax.legend(fontsize=8)
+        with pytest.raises(ValueError, match=r"'line' is 8 pt, below the book's smallest, 10.5 pt"):
+            formatter.lookup(fig)(fig)
+        ax.legend()  # the book's size: shown
+        data, _ = formatter.lookup(fig)(fig)
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        plt.close(fig)
+    finally:
+        mpl.rcParams.update(saved)
+        InteractiveShell.clear_instance()

@@ -1041,23 +1041,42 @@ HEADER_BUTTONS = f"""() => Array.from(document.querySelectorAll(
     .map(button => {{
         const drawn = Array.from(button.querySelectorAll('svg'), svg => svg.getBoundingClientRect())
             .filter(box => box.width >= 12 && box.height >= 12);
+        const box = button.getBoundingClientRect();
+        const header = button.closest('.bd-header-article').getBoundingClientRect();
         return {{what: button.title || button.getAttribute('aria-label') || button.className,
                  icons: drawn.length, label: button.classList.contains('pe-edition-switch')
-                     ? button.textContent.trim() : null}};
+                     ? button.textContent.trim() : null,
+                 inside: box.top >= header.top - 0.5 && box.bottom <= header.bottom + 0.5
+                     && box.left >= -0.5
+                     && box.right <= document.documentElement.clientWidth + 0.5,
+                 lines: (() => {{
+                     const words = document.createRange();
+                     words.selectNodeContents(button);
+                     return new Set(Array.from(words.getClientRects(),
+                                               line => Math.round(line.top))).size;
+                 }})()}};
     }})"""
 
 
 @pytest.mark.korean_browser
 @pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
-def test_every_header_button_shows_its_icon(visit, width: int) -> None:
+def test_every_header_button_shows_its_icon(browser_with_scrollbars, base_url, width: int) -> None:
     """The sidebar toggles, the theme switch and the other buttons of the header each show one
-    icon (the icon script draws the theme's <i> and <span> icons, with their data-mode), and the
-    language switch shows its word."""
+    icon (the icon script draws the theme's <i> and <span> icons, with their data-mode), the
+    language switch shows its word, and all of them stand in the header's one row."""
     if SAMPLE_CHAPTER not in PAGES:
         _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
-    page = visit(SAMPLE_CHAPTER, viewport={"width": width, "height": 800}).page
-    page.wait_for_load_state("networkidle")
-    buttons = page.evaluate(HEADER_BUTTONS)
+    # Scrollbars shown, as on most desktops: the row has 15 px less than the window.
+    page_visit = PageVisit(
+        browser_with_scrollbars, base_url, SAMPLE_CHAPTER, viewport={"width": width, "height": 800}
+    )
+    try:
+        page = page_visit.page
+        page.goto(page_visit.url, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        buttons = page.evaluate(HEADER_BUTTONS)
+    finally:
+        page_visit.close()
     names = " ".join(button["what"] for button in buttons)
     assert "primary sidebar" in names and "Color mode" in names, f"header buttons: {names}"
     # The language switch is a word, the other edition's language, not an icon.
@@ -1065,6 +1084,11 @@ def test_every_header_button_shows_its_icon(visit, width: int) -> None:
     assert switches in (["한국어"], ["English"]), f"at {width} px, language switch: {switches}"
     blank = [b["what"] for b in buttons if b["label"] is None and b["icons"] != 1]
     assert not blank, f"at {width} px, header buttons without exactly one icon: {blank}"
+    # One row: the language switch and the buttons side by side, none cut off by the header.
+    outside = [b["label"] or b["what"] for b in buttons if not b["inside"]]
+    assert not outside, f"at {width} px, cut off by the header's edge: {outside}"
+    broken = [b["label"] for b in buttons if b["label"] is not None and b["lines"] != 1]
+    assert not broken, f"at {width} px, the language switch's word broken over lines: {broken}"
 
 
 TEXT_CONTROLS = "div.pe-chart .vega-bindings input[type=text]"

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from io import StringIO
 from pathlib import Path
 
 import pytest
 import translations
-from sphinx.testing.util import SphinxTestApp
+from conftest import build_site
 
 KOREAN_CONF = """
 extensions = ["translations", "sphinx_exercise"]
@@ -26,22 +25,9 @@ locale_dirs = ["locale"]
 
 
 def _build(tmp_path: Path, index: str, po: str | None = None) -> Path:
-    source = tmp_path / "src"
-    source.mkdir()
-    (source / "conf.py").write_text(KOREAN_CONF, encoding="utf-8")
-    (source / "index.rst").write_text(index, encoding="utf-8")
-    if po is not None:
-        messages = source / "locale" / "ko" / "LC_MESSAGES"
-        messages.mkdir(parents=True)
-        (messages / "index.po").write_text(po, encoding="utf-8")
-    warnings = StringIO()
-    app = SphinxTestApp("html", srcdir=source, builddir=tmp_path / "out", warning=warnings)
-    try:
-        app.build()
-    finally:
-        app.cleanup()
-    assert "ERROR" not in warnings.getvalue(), warnings.getvalue()
-    return tmp_path / "out" / "html"
+    """``index.rst`` built in Korean, with ``po`` as its catalogue."""
+    extra = {} if po is None else {"locale/ko/LC_MESSAGES/index.po": po.encode("utf-8")}
+    return build_site(tmp_path, KOREAN_CONF, {"index.rst": index}, extra)
 
 
 @pytest.mark.parametrize(

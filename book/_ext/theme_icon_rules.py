@@ -40,6 +40,11 @@ def without_icon_rules(css: str) -> tuple[str, int]:
     return SOURCE_MAP.sub("", RULE.sub(keep, css)), dropped
 
 
+#: Ends the stylesheet once its rules are dropped: a later build into the same folder may keep the
+#: copy it finds there (Sphinx does not overwrite a static file it copied before).
+DONE = "\n/* Font Awesome's icon rules dropped by the book's theme_icon_rules. */\n"
+
+
 def drop_icon_rules(outdir: Path) -> None:
     path = outdir / STYLESHEET
     if not path.is_file():
@@ -47,13 +52,16 @@ def drop_icon_rules(outdir: Path) -> None:
             f"{STYLESHEET} is not in the build: the theme renamed its stylesheet; update or "
             "drop book/_ext/theme_icon_rules.py"
         )
-    css, dropped = without_icon_rules(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    if text.endswith(DONE):
+        return
+    css, dropped = without_icon_rules(text)
     if dropped == 0:
         raise RuntimeError(
             f"{STYLESHEET} has no Font Awesome icon rules any more: drop "
             "book/_ext/theme_icon_rules.py"
         )
-    path.write_text(css, encoding="utf-8")
+    path.write_text(css.rstrip("\n") + DONE, encoding="utf-8")
     path.with_name(path.name + ".map").unlink(missing_ok=True)
 
 

@@ -26,3 +26,12 @@ def test_rules_of_other_selectors_stay() -> None:
     kept, dropped = theme_icon_rules.without_icon_rules(css)
     assert dropped == 2
     assert kept == ".fa-a:before,.other{color:red}@media(x){p{margin:0}}"
+
+
+def test_a_build_with_nothing_out_of_date_keeps_the_stripped_stylesheet(sphinx_build) -> None:
+    """A build that finds no source out of date copies no static file, yet ends with
+    build-finished: the handler meets the stylesheet it stripped before, and leaves it."""
+    out = sphinx_build(CONF, {"index.rst": "Title\n=====\n\nText.\n"})
+    first = (out / theme_icon_rules.STYLESHEET).read_text(encoding="utf-8")
+    theme_icon_rules.drop_icon_rules(out)
+    assert (out / theme_icon_rules.STYLESHEET).read_text(encoding="utf-8") == first

@@ -119,8 +119,13 @@
     await idle();
     await doc.lazyPromise;
     if (typeof doc.lazyTypesetAll === "function") await doc.lazyTypesetAll();
-    fit(false);
+    // A batch fitted before MathJax's web fonts arrived was measured in a fallback font.
+    await document.fonts.ready;
+    fit(true);
   }
+
+  // Web fonts that arrive after a fit change the formulas' widths: fit them all again.
+  if (document.fonts) document.fonts.addEventListener("loadingdone", () => fit(true));
 
   window.peMath = { typesetAll };
 

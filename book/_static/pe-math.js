@@ -124,8 +124,16 @@
     fit(true);
   }
 
-  // Web fonts that arrive after a fit change the formulas' widths: fit them all again.
-  if (document.fonts) document.fonts.addEventListener("loadingdone", () => fit(true));
+  // Web fonts that arrive after a fit change the formulas' widths: fit them all again, once a
+  // frame however many font files (the Korean font comes in many) finish together.
+  let refit = false;
+  if (document.fonts) {
+    document.fonts.addEventListener("loadingdone", () => {
+      if (refit) return;
+      refit = true;
+      requestAnimationFrame(() => { refit = false; fit(true); });
+    });
+  }
 
   window.peMath = { typesetAll };
 

@@ -29,7 +29,7 @@ ICONS := book/_ext/fontawesome/VERSION
 AXE := tests/book/axe-core/axe.min.js
 
 .DEFAULT_GOAL := help
-.PHONY: help book book-en check test lint unit nbval other-seeds nbval-generic binder-test html-test
+.PHONY: help book book-en check test lint unit integration nbval other-seeds binder-test html-test
 .PHONY: execute bench clean weights
 .PHONY: pdf student site editions-test book-ko catalogues korean-test
 
@@ -82,10 +82,15 @@ weights: $(STAMP)
 book: book-en book-ko
 	ln -sfn ../ko/_build/html _build/html/ko
 
-# The English edition alone, into _build/html.
-book-en: $(STAMP) weights $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS)
+# The English edition alone, into _build/html. It is built from everything under book/, the
+# library and the pins: when none of them is newer than the last build, it builds nothing.
+BOOK_SOURCES = $(shell find book -type f -not -path '*/__pycache__/*' -not -name '*.pyc') \
+	_config.yml _toc.yml $(LIBRARY) requirements.txt
+book-en: $(BUILT_STAMP)
+$(BUILT_STAMP): $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS) \
+		$(BOOK_SOURCES) | weights
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS) $(REBUILD_ALL)
-	touch $(BUILT_STAMP)
+	touch $@
 
 ## check: the quick loop: ruff, mypy --strict, the library, checker, tool and book tests, nbval.
 # Two at a time, one per core (the chapters' kernels and the unit tests are mostly one thread
@@ -93,20 +98,30 @@ book-en: $(STAMP) weights $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA
 check: $(STAMP) weights $(VEGA) $(ICONS)
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint unit nbval
 
-## test: everything: `make check`, chapter 9 on other seeds, the chapters under generic CPU
-## kernels and in the Binder environment, strict build, browser test of every page, the PDF and
-## student editions, the Korean edition.
-# Each stage runs in turn (stopping at the first that fails) and prints how long it took; the
+## test: everything: `make check`, the integration tests, chapter 9 on other seeds, the
+## chapters in the Binder environment under generic CPU kernels, strict build, browser test of
+## every page, the PDF and student editions, the Korean edition.
+# Two stages run at a time (two cores; most stages keep one busy), the browser stages alone, so
+# that nothing else competes with the pages whose rendering they wait on: check, then
+# binder-test, beside book, other-seeds, editions-test and integration; then html-test; then
+# korean-test. Make starts no stage after one fails. Each stage prints how long it took; the
 # times are kept in _build/test-times.txt.
-TEST_STAGES := check other-seeds nbval-generic binder-test book html-test editions-test korean-test
-test:
-	@mkdir -p _build && : > _build/test-times.txt; \
-	for stage in $(TEST_STAGES); do \
-		start=$$(date +%s); \
-		$(MAKE) --no-print-directory $$stage || exit 1; \
-		echo "make test: $$stage took $$(( $$(date +%s) - start )) s" | tee -a _build/test-times.txt; \
-	done
+TEST_STAGES := check binder-test book other-seeds editions-test integration html-test korean-test
+.PHONY: $(TEST_STAGES:%=stage-%)
+test: $(STAMP)
+	@mkdir -p _build && : > _build/test-times.txt
+	$(MAKE) --no-print-directory weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS) $(AXE)
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_STAGES:%=stage-%)
 	@cat _build/test-times.txt
+$(TEST_STAGES:%=stage-%): stage-%:
+	@start=$$(date +%s); $(MAKE) --no-print-directory $* \
+		&& echo "make test: $* took $$(( $$(date +%s) - start )) s" | tee -a _build/test-times.txt
+stage-binder-test: stage-check
+stage-other-seeds: stage-book
+stage-editions-test: stage-other-seeds
+stage-integration: stage-editions-test
+stage-html-test: stage-binder-test stage-integration
+stage-korean-test: stage-html-test
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)
@@ -116,7 +131,11 @@ lint: $(STAMP)
 
 ## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser.
 unit: $(STAMP) weights $(VEGA) $(ICONS)
-	$(BIN)/python -m pytest tests -m "not html and not binder and not generic_kernels and not editions and not korean and not other_seeds"
+	$(BIN)/python -m pytest tests -m "not html and not binder and not editions and not korean and not other_seeds and not integration"
+
+## integration: the tests that install pe_lib (wheel, git URL), start a kernel or load a real model.
+integration: $(STAMP) weights
+	$(BIN)/python -m pytest tests -m integration
 
 ## nbval: every chapter re-executed and its stored outputs compared.
 nbval: $(STAMP) weights
@@ -128,14 +147,9 @@ nbval: $(STAMP) weights
 other-seeds: $(STAMP)
 	$(BIN)/python -m pytest -m other_seeds tests/book/test_other_seeds.py
 
-## nbval-generic: the same comparison under torch's and numpy's generic CPU kernels, so that no
-## stored output depends on the SIMD kernels of the machine that executed it.
-nbval-generic: $(STAMP) weights
-	env $$($(BIN)/python tools/generic_kernels.py) PE_BOOK_GENERIC_KERNELS=1 \
-		$(BIN)/python -m pytest --nbval --nbval-current-env \
-		--nbval-sanitize-with book/sanitize.cfg $(CHAPTERS) tests/book/test_cpu_kernels.py
-
-## binder-test: a fresh venv from binder/requirements.txt runs every chapter from book/.
+## binder-test: a fresh venv from binder/requirements.txt is the kernel in which nbval re-executes
+## every chapter from a copy of book/ and compares its outputs, under torch's and numpy's generic
+## CPU kernels, so that no stored output depends on the SIMD kernels of the machine that executed it.
 binder-test: $(STAMP) weights
 	$(BIN)/python -m pytest tests -m binder
 
@@ -211,11 +225,16 @@ I18N := _build/i18n
 KOREAN_NOTEBOOKS = $(BIN)/python tools/korean_notebooks.py $(KO)/notebooks
 ## book-ko: build the Korean edition (한국어판) into _build/html-ko (strict, like `make book`).
 ## Its notebooks, in Korean with the English book's code and outputs: _build/ko/notebooks.
-book-ko: book-en
+# Built again only when the English book, a catalogue or the edition's tools changed.
+KO_BUILT := $(KO)/.built
+book-ko: $(KO_BUILT)
+$(KO_BUILT): $(BUILT_STAMP) $(shell find locale/ko -name '*.po') tools/korean_edition.py \
+		tools/korean_notebooks.py
 	$(BIN)/python tools/korean_edition.py html
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS) --all --config $(KO)/_config.yml --path-output $(KO)
 	$(KOREAN_NOTEBOOKS) $(KO)/_build/html/_sources/book
 	ln -sfn ko/_build/html $(KO_HTML)
+	touch $@
 
 # The messages of the English book, extracted without executing it (tools/korean_edition.py); the
 # API page, generated from docstrings, stays in English and has no catalogue.

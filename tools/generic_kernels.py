@@ -1,6 +1,6 @@
 """Print the environment that makes torch and numpy run their generic CPU kernels.
 
-``make nbval-generic`` re-executes the chapters under it, so a stored output that depends on the
+``make binder-test`` re-executes the chapters under it, so a stored output that depends on the
 SIMD kernels of the machine that executed it fails there too, not only on someone else's CPU:
 
 - ``ATEN_CPU_CAPABILITY=default``: torch's ATen dispatches to its baseline kernels instead of
@@ -9,7 +9,7 @@ SIMD kernels of the machine that executed it fails there too, not only on someon
   use on this CPU. numpy rejects names it does not dispatch to, and a machine may lack some, so
   the list is read from this numpy on this machine rather than written down.
 
-``tests/book/test_cpu_kernels.py`` checks, inside that run, that both took effect.
+``tests/book/test_binder_env.py`` checks, with the kernels' interpreter, that both take effect.
 """
 
 from __future__ import annotations

@@ -1,19 +1,24 @@
-"""The Binder environment, emulated as far as this machine allows.
+"""The chapters in the Binder environment, under generic CPU kernels, outputs compared.
 
 repo2docker builds a Python 3.11 image (``binder/runtime.txt``), runs
 ``pip install -r binder/requirements.txt`` from the repository root and opens the notebooks in
 JupyterLab, whose kernel starts in the notebook's folder. This test does the same in a fresh
 virtual environment: it installs ``binder/requirements.txt`` (without the PyTorch CPU index, which
-this machine cannot reach; torch's pinned version still comes from the machine's package sources),
-adds the kernel that Binder's base image provides (ipykernel, nbclient), then executes every
-chapter with ``book/`` as the working directory. A chapter that needs a package Binder does not
-install, or that finds pe_lib only through this checkout's own virtual environment, fails here.
+this machine cannot reach; torch's pinned version still comes from the machine's package sources)
+and ipykernel, the kernel Binder's base image provides, and registers that environment as a
+Jupyter kernel. nbval then re-executes every chapter in that kernel, from a copy of ``book/``,
+and compares its outputs with the stored ones.
 
-It takes a minute or two (creating the environment dominates). Run it with ``make binder-test``.
+The kernel runs under torch's and numpy's generic CPU kernels (``tools/generic_kernels.py``), so
+one run checks two things: a chapter that needs a package Binder does not install, or that finds
+pe_lib only through this checkout's own virtual environment, fails; and a stored output that
+depends on the SIMD kernels of the machine that executed it fails too, not only on someone
+else's CPU. Run it with ``make binder-test``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -30,26 +35,15 @@ ROOT = Path(__file__).resolve().parents[2]
 BINDER = ROOT / "binder"
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 UNREACHABLE_INDEX = re.compile(r"^\s*--extra-index-url\s+https://download\.pytorch\.org/")
-# What Binder's base image adds to the kernel environment, at the versions of requirements.txt.
-KERNEL_PACKAGES = ("ipykernel", "nbclient", "nbformat")
+KERNEL_NAME = "pe-book-binder"
 
-EXECUTE_CHAPTERS = r"""
-import sys
-from pathlib import Path
-
-import nbformat
-from nbclient import NotebookClient
-
-book = Path(sys.argv[1])
-for path in sorted(book.glob("[0-9]*.ipynb")):
-    notebook = nbformat.read(path, as_version=4)
-    # The kernel starts in the notebook's own folder, as in JupyterLab on Binder.
-    NotebookClient(notebook, timeout=300, resources={"metadata": {"path": str(book)}}).execute()
-    first = next(cell for cell in notebook.cells if cell.cell_type == "code")
-    printed = first.get("outputs", [])
-    if printed:
-        sys.exit(f"{path.name}: the install cell printed {printed}")
-    print(f"executed {path.name}")
+# Run by the Binder environment's Python under the generic-kernel variables: what its kernels
+# inherit. Prints the torch capability and the numpy SIMD extensions still dispatched to.
+KERNELS_PROBE = """
+import json, numpy, torch
+umath = numpy._core._multiarray_umath
+active = [f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f)]
+print(json.dumps({"torch": torch.backends.cpu.get_cpu_capability(), "numpy": active}))
 """
 
 
@@ -68,15 +62,22 @@ def _pin(name: str) -> str:
     raise AssertionError(f"requirements.txt does not pin {name}")
 
 
-def _run(command: list[str], cwd: Path, env: dict[str, str]) -> None:
+def _run(command: list[str], cwd: Path, env: dict[str, str]) -> str:
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     assert result.returncode == 0, (
-        f"{' '.join(command)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
+        f"{' '.join(command)} failed ({result.returncode}):\n{result.stdout[-5000:]}\n"
         f"{result.stderr[-3000:]}"
     )
+    return result.stdout
 
 
-def test_chapters_run_in_the_binder_environment() -> None:
+def _generic_kernels(python: Path, env: dict[str, str]) -> dict[str, str]:
+    """tools/generic_kernels.py's variables, as the Binder environment's numpy reads them."""
+    printed = _run([str(python), str(ROOT / "tools" / "generic_kernels.py")], ROOT, env)
+    return dict(pair.split("=", 1) for pair in printed.split())
+
+
+def test_chapters_reproduce_their_outputs_in_binder_under_generic_kernels() -> None:
     runtime = (BINDER / "runtime.txt").read_text(encoding="utf-8").strip()
     python = _python_for(runtime)
     if python is None:
@@ -94,8 +95,8 @@ def test_chapters_run_in_the_binder_environment() -> None:
     with tempfile.TemporaryDirectory(prefix="binder-env-") as tmp:
         tmp_path = Path(tmp)
         venv = tmp_path / "venv"
+        venv_python = venv / "bin" / "python"
         env = {k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "PYTHONPATH"}}
-        env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         env["MPLBACKEND"] = "Agg"
         # Copy the notebooks' folder: execution must not touch the checkout's stored outputs.
         book = tmp_path / "book"
@@ -104,32 +105,34 @@ def test_chapters_run_in_the_binder_environment() -> None:
         reachable_file.write_text("\n".join(reachable) + "\n", encoding="utf-8")
 
         _run([python, "-m", "venv", str(venv)], cwd=tmp_path, env=env)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        pip = [str(venv_python), "-m", "pip", "install", "--quiet"]
         # From the repository root, as repo2docker does: `-e .` resolves to this checkout.
         _run([*pip, "-r", str(reachable_file)], cwd=ROOT, env=env)
-        _run([*pip, *map(_pin, KERNEL_PACKAGES)], cwd=ROOT, env=env)
-
-        # pe_lib is this checkout's, imported from the fresh environment.
-        probe = "import pe_lib, pathlib; print(pathlib.Path(pe_lib.__file__).resolve().parent)"
-        found = subprocess.run(
-            [str(venv / "bin" / "python"), "-c", probe],
-            cwd=book,
+        _run([*pip, _pin("ipykernel")], cwd=ROOT, env=env)
+        # The environment as a kernel that nbval (in this checkout's environment) starts by name.
+        jupyter = tmp_path / "jupyter"
+        _run(
+            [str(venv_python), "-m", "ipykernel", "install", "--prefix", str(jupyter)]
+            + ["--name", KERNEL_NAME],
+            cwd=tmp_path,
             env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        assert Path(found) == ROOT / "pe_lib"
-
-        script = tmp_path / "execute_chapters.py"
-        script.write_text(EXECUTE_CHAPTERS, encoding="utf-8")
-        result = subprocess.run(
-            [str(venv / "bin" / "python"), str(script), str(book)],
-            cwd=book,
-            env=env,
-            capture_output=True,
-            text=True,
         )
-        assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
-        executed = re.findall(r"^executed (\S+)$", result.stdout, re.M)
-        assert executed == [path.name for path in chapters]
+        env["JUPYTER_PATH"] = str(jupyter / "share" / "jupyter")
+        env.update(_generic_kernels(venv_python, env))
+
+        # pe_lib is this checkout's, imported from the fresh environment; the variables take
+        # effect there (a renamed variable would silently repeat the native kernels' run).
+        probe = "import pe_lib, pathlib; print(pathlib.Path(pe_lib.__file__).resolve().parent)"
+        assert Path(_run([str(venv_python), "-c", probe], book, env).strip()) == ROOT / "pe_lib"
+        kernels = json.loads(_run([str(venv_python), "-c", KERNELS_PROBE], book, env))
+        assert kernels == {"torch": "DEFAULT", "numpy": []}, kernels
+
+        # nbval starts each chapter's kernel in the chapter's folder, as JupyterLab on Binder does.
+        _run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval"]
+            + ["--nbval-kernel-name", KERNEL_NAME]
+            + ["--nbval-sanitize-with", str(ROOT / "book" / "sanitize.cfg")]
+            + ["--rootdir", str(tmp_path), "-q", *(str(book / c.name) for c in chapters)],
+            cwd=tmp_path,
+            env=env,
+        )

@@ -244,6 +244,7 @@ except CheckFailed as failure:
 """
 
 
+@pytest.mark.integration
 def test_a_wrong_answer_in_a_korean_notebook_gets_korean_feedback(tmp_path: Path) -> None:
     """The Korean notebook's first cells, then a wrong table: the checker answers in Korean;
     after the English notebook's first cell, in English."""

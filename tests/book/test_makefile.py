@@ -59,11 +59,20 @@ def test_help_lists_commands_that_make_knows() -> None:
         _dry_run(command)  # fails if make has no rule for it
 
 
-def test_html_test_builds_the_book_first() -> None:
-    commands = _dry_run("html-test")
-    build = next(i for i, c in enumerate(commands) if "jupyter-book build" in c)
+def test_html_test_builds_a_changed_book_first_then_the_korean_edition() -> None:
+    commands = _dry_run("html-test", newer="book/intro.md")
+    builds = [i for i, c in enumerate(commands) if "jupyter-book build" in c]
     browser = next(i for i, c in enumerate(commands) if "pytest" in c and "-m html" in c)
-    assert build < browser
+    assert len(builds) == 2 and builds[-1] < browser
+    assert "--config _build/ko/_config.yml" in commands[builds[1]]
+
+
+def test_a_changed_catalogue_rebuilds_only_the_korean_edition() -> None:
+    catalogue = next((ROOT / "locale" / "ko").rglob("*.po")).relative_to(ROOT).as_posix()
+    everything = [c for c in _dry_run("book", newer=catalogue) if "jupyter-book build" in c]
+    if len(everything) == 2:  # no book built yet: both are planned anyway
+        pytest.skip("the English book is not current here")
+    assert len(everything) == 1 and "--config _build/ko/_config.yml" in everything[0]
 
 
 def test_lint_runs_ruff_and_strict_typing() -> None:

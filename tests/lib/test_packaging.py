@@ -27,6 +27,7 @@ def test_version_and_public_names() -> None:
         assert getattr(pe_lib, name) is not None, name
 
 
+@pytest.mark.integration
 def test_wheel_holds_only_pe_lib_with_its_type_marker(tmp_path: Path) -> None:
     result = _pip(
         "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)
@@ -43,6 +44,7 @@ def test_wheel_holds_only_pe_lib_with_its_type_marker(tmp_path: Path) -> None:
     assert f"pe_lib-{pe_lib.__version__}.dist-info/METADATA" in names
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_installs_from_a_git_url(tmp_path: Path) -> None:
     if not (ROOT / ".git").exists():
@@ -83,6 +85,7 @@ print(at_import, len(opened), "rope " in doc and "{package_map}" not in doc)
 """
 
 
+@pytest.mark.integration
 def test_import_opens_no_source_file_and_help_shows_the_map() -> None:
     """The package map is read from the sources when the docstring is asked for, not at import
     (the import system reads compiled files through io.open_code, which is not counted)."""

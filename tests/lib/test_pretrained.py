@@ -377,6 +377,7 @@ def test_real_minilm_table() -> None:
     assert table.shape == (512, 384) and table.dtype == torch.float32
 
 
+@pytest.mark.integration
 @fetched
 def test_real_smollm2_with_pe_lib_rotation_reproduces_transformers() -> None:
     torch.manual_seed(0)

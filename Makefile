@@ -31,7 +31,7 @@ AXE := tests/book/axe-core/axe.min.js
 .DEFAULT_GOAL := help
 .PHONY: help book book-en check test lint unit integration nbval other-seeds binder-test html-test
 .PHONY: execute bench clean weights
-.PHONY: pdf student site editions-test book-ko catalogues korean-test
+.PHONY: pdf student site editions-test book-ko catalogues korean-test korean-html-test
 
 ## help: list the commands with what each does (this text).
 help:
@@ -102,11 +102,12 @@ check: $(STAMP) weights $(VEGA) $(ICONS)
 ## chapters in the Binder environment under generic CPU kernels, strict build, browser test of
 ## every page, the PDF and student editions, the Korean edition.
 # Two stages run at a time (two cores; most stages keep one busy), the browser stages alone, so
-# that nothing else competes with the pages whose rendering they wait on: check, then
-# binder-test, beside book, other-seeds, editions-test and integration; then html-test; then
-# korean-test. Make starts no stage after one fails. Each stage prints how long it took; the
-# times are kept in _build/test-times.txt.
-TEST_STAGES := check binder-test book other-seeds editions-test integration html-test korean-test
+# that nothing else competes with the pages whose rendering they wait on: check, other-seeds,
+# editions-test, integration and korean-test beside book and binder-test; then html-test; then
+# korean-html-test. Make starts no stage after one fails. Each stage prints how long it took;
+# the times are kept in _build/test-times.txt.
+TEST_STAGES := check book binder-test other-seeds editions-test integration korean-test \
+	html-test korean-html-test
 .PHONY: $(TEST_STAGES:%=stage-%)
 test: $(STAMP)
 	@mkdir -p _build && : > _build/test-times.txt
@@ -116,12 +117,13 @@ test: $(STAMP)
 $(TEST_STAGES:%=stage-%): stage-%:
 	@start=$$(date +%s); $(MAKE) --no-print-directory $* \
 		&& echo "make test: $* took $$(( $$(date +%s) - start )) s" | tee -a _build/test-times.txt
-stage-binder-test: stage-check
-stage-other-seeds: stage-book
-stage-editions-test: stage-other-seeds
+stage-binder-test: stage-book
+stage-other-seeds: stage-check
+stage-editions-test: stage-other-seeds stage-book
 stage-integration: stage-editions-test
-stage-html-test: stage-binder-test stage-integration
-stage-korean-test: stage-html-test
+stage-korean-test: stage-integration
+stage-html-test: stage-binder-test stage-korean-test
+stage-korean-html-test: stage-html-test
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)
@@ -249,10 +251,13 @@ catalogues: $(STAMP)
 	$(BIN)/sphinx-intl update -p $(I18N)/_build/gettext -l ko -d locale
 
 ## korean-test: the Korean edition against the English book: catalogues complete and current,
-## code cells and outputs identical, pages in Korean, language switches; its pages in the browser.
-korean-test: $(STAMP) book book-ko $(AXE)
+## code cells and outputs identical, pages in Korean, language switches.
+korean-test: $(STAMP) book book-ko
 	$(EXTRACT_MESSAGES)
 	$(BIN)/python -m pytest -m korean tests/book/test_korean.py tests/book/test_korean_notebooks.py
+
+## korean-html-test: every page of the Korean edition in headless Chromium, offline.
+korean-html-test: $(STAMP) book book-ko $(AXE)
 	BOOK_HTML_DIR=$(KO_HTML) $(BIN)/python -m pytest -m "html and korean_browser" \
 		tests/book/test_html.py
 # What the browser checks on every Korean page is chosen by a marker (korean_browser, in

@@ -114,9 +114,13 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS) $(AXE)
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_STAGES:%=stage-%)
 	@cat _build/test-times.txt
+# Three lines: under `make -n` only the one that runs $(MAKE) is run (as a dry run itself), so a
+# dry run records no time.
 $(TEST_STAGES:%=stage-%): stage-%:
-	@start=$$(date +%s); $(MAKE) --no-print-directory $* \
-		&& echo "make test: $* took $$(( $$(date +%s) - start )) s" | tee -a _build/test-times.txt
+	@mkdir -p _build && date +%s > _build/.stage-$*.start
+	$(MAKE) --no-print-directory $*
+	@echo "make test: $* took $$(( $$(date +%s) - $$(cat _build/.stage-$*.start) )) s" \
+		| tee -a _build/test-times.txt
 stage-binder-test: stage-book
 stage-other-seeds: stage-check
 stage-editions-test: stage-other-seeds stage-book

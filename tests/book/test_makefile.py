@@ -95,3 +95,14 @@ def test_setup_installs_the_pinned_torch_cpu_build_first_on_linux() -> None:
     command = commands[torch_first[0]]
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in command
     assert "--timeout" in command and "--retries" in command
+
+
+def test_a_dry_run_of_a_test_stage_records_no_time() -> None:
+    """``make test`` keeps each stage's time in _build/test-times.txt; the unit tests dry-run
+    every command (``make -n``, which still runs the lines that call make), and a dry run must not
+    add a time there."""
+    times = ROOT / "_build" / "test-times.txt"
+    before = times.read_bytes() if times.exists() else None
+    commands = _dry_run("stage-check")
+    assert any("ruff check" in c for c in commands)
+    assert (times.read_bytes() if times.exists() else None) == before

@@ -50,8 +50,9 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import yaml
 from book_pages import Document, read_documents, toc_documents
@@ -69,6 +70,14 @@ CHROMIUM_FLAGS = [
 ]
 # A page must load, and what is drawn after it loads be drawn, within this time (ms).
 DRAW_TIMEOUT_MS = 180_000
+# Loads of a page whose drawing does not finish in time, before the printer gives up: on a loaded
+# machine a page's formulas or figures have (rarely) never finished drawing, with the browser idle.
+DRAW_TRIES = 2
+
+# One print of the whole book must finish within this time (s).
+PRINT_TIMEOUT_S = 900
+
+T = TypeVar("T")
 # Browser tabs that load and prepare the documents side by side.
 TABS = 3
 # The id a heading gets (after its document's prefix) for the contents and the outline: where
@@ -83,7 +92,31 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def fail(message: str) -> None:
+async def first_in_time(
+    attempt: Callable[[], Awaitable[T]], seconds: float, tries: int, retrying: Callable[[], None]
+) -> T:
+    """The result of the first of up to ``tries`` calls of ``attempt`` that finishes within
+    ``seconds`` (each late call cancelled); ``retrying()`` is called before each call after the
+    first. Raises ``asyncio.TimeoutError`` when none finishes in time."""
+    if tries < 1:
+        raise ValueError(f"tries must be at least 1, got {tries}")
+    for _ in range(tries - 1):
+        try:
+            return await asyncio.wait_for(attempt(), seconds)
+        except asyncio.TimeoutError:
+            retrying()
+    return await asyncio.wait_for(attempt(), seconds)
+
+
+async def in_time(step: Awaitable[T], seconds: float, what: str) -> T:
+    """``step``'s result, or a failure naming ``what`` when it takes more than ``seconds``."""
+    try:
+        return await asyncio.wait_for(step, seconds)
+    except asyncio.TimeoutError:
+        fail(f"{what} did not finish in {seconds:.0f} s")
+
+
+def fail(message: str) -> NoReturn:
     print(f"print_pdf: {message}", file=sys.stderr)
     raise SystemExit(1)
 
@@ -362,8 +395,19 @@ async def print_book_pdf(
         return page
 
     async def opened(page: Any, path: str) -> None:
-        await page.goto(base_url + path, wait_until="load")
-        drawn = await page.evaluate(WAIT_FOR_DRAWING)
+        async def load_and_draw() -> list[str]:
+            await page.goto(base_url + path, wait_until="load")
+            drawn: list[str] = await page.evaluate(WAIT_FOR_DRAWING)
+            return drawn
+
+        def retrying() -> None:
+            print(f"print_pdf: {path}: not drawn in {seconds:.0f} s; loading it again", flush=True)
+
+        seconds = DRAW_TIMEOUT_MS / 1000
+        try:
+            drawn = await first_in_time(load_and_draw, seconds, DRAW_TRIES, retrying)
+        except asyncio.TimeoutError:
+            fail(f"{path}: not drawn in {seconds:.0f} s, {DRAW_TRIES} times")
         problems.extend(f"{path}: {problem}" for problem in drawn)
 
     prepared: list[dict[str, Any] | None] = [None] * len(documents)
@@ -397,8 +441,10 @@ async def print_book_pdf(
             book = await new_tab(context)
             await opened(book, documents[0].url_path)
             front = front_matter(title, edition, author, documents)
-            assembled = await book.evaluate(
-                ASSEMBLE, [front, [part["html"] for part in parts], styles, sheets]
+            assembled = await in_time(
+                book.evaluate(ASSEMBLE, [front, [part["html"] for part in parts], styles, sheets]),
+                DRAW_TIMEOUT_MS / 1000,
+                "putting the book together",
             )
             if assembled["nowhere"]:
                 problems.append(f"links to places the book does not have: {assembled['nowhere']}")
@@ -414,9 +460,17 @@ async def print_book_pdf(
             for _ in range(PRINTS):
                 prints += 1
                 footer = await book.add_style_tag(content=footer_style(title, front_pages))
-                await book.evaluate("document.fonts.ready.then(() => true)")
-                pdf = await book.pdf(
-                    prefer_css_page_size=True, print_background=True, tagged=True, outline=True
+                await in_time(
+                    book.evaluate("document.fonts.ready.then(() => true)"),
+                    DRAW_TIMEOUT_MS / 1000,
+                    "loading the book's fonts",
+                )
+                pdf = await in_time(
+                    book.pdf(
+                        prefer_css_page_size=True, print_background=True, tagged=True, outline=True
+                    ),
+                    PRINT_TIMEOUT_S,
+                    f"print {prints}",
                 )
                 check()
                 places = destinations(pdf)

@@ -3,12 +3,22 @@ matter, the footers' counters, the outline's entries) and what is read from the 
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
 import pytest
 from book_pages import Document, Heading, heading_text, plain_math, read_documents
-from print_pdf import HEADING_ID, footer_style, front_matter, outline_entries, prefix, roman
+from print_pdf import (
+    HEADING_ID,
+    first_in_time,
+    footer_style,
+    front_matter,
+    in_time,
+    outline_entries,
+    prefix,
+    roman,
+)
 
 DOCUMENTS = [
     Document("book/intro", [Heading(1, "intro", "Intro & more")]),
@@ -90,3 +100,36 @@ def test_read_documents(tmp_path: Path) -> None:
         read_documents(tmp_path, ["book/a", "book/b"])
     with pytest.raises(FileNotFoundError, match="make book"):
         read_documents(tmp_path, ["book/c"])
+
+
+def _drawing(hangs: int) -> tuple[list[str], object]:
+    """An attempt that never finishes on its first ``hangs`` calls (as a page whose drawing
+    never ends), then returns at once; and the log of its calls."""
+    calls: list[str] = []
+
+    async def attempt() -> str:
+        calls.append("attempt")
+        if len(calls) <= hangs:
+            await asyncio.Event().wait()
+        return "drawn"
+
+    return calls, attempt
+
+
+def test_a_page_that_never_finishes_drawing_is_loaded_again() -> None:
+    calls, attempt = _drawing(hangs=1)
+    result = asyncio.run(first_in_time(attempt, 0.05, 2, lambda: calls.append("retry")))
+    assert result == "drawn" and calls == ["attempt", "retry", "attempt"]
+
+
+def test_a_page_that_never_finishes_drawing_gives_up_after_its_tries() -> None:
+    calls, attempt = _drawing(hangs=3)
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(first_in_time(attempt, 0.05, 2, lambda: calls.append("retry")))
+    assert calls == ["attempt", "retry", "attempt"]
+
+
+def test_a_step_that_never_finishes_fails_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        asyncio.run(in_time(asyncio.Event().wait(), 0.05, "print 1"))
+    assert "print 1 did not finish in 0 s" in capsys.readouterr().err

@@ -68,8 +68,8 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-# A page must load, and what is drawn after it loads be drawn, within this time (ms).
-DRAW_TIMEOUT_MS = 180_000
+# A page must load, and what is drawn after it loads be drawn, within this time (s).
+DRAW_TIMEOUT_S = 180
 # Loads of a page whose drawing does not finish in time, before the printer gives up: on a loaded
 # machine a page's formulas or figures have (rarely) never finished drawing, with the browser idle.
 DRAW_TRIES = 2
@@ -390,8 +390,8 @@ async def print_book_pdf(
         page = await context.new_page()
         page.on("pageerror", lambda error: problems.append(f"{page.url}: uncaught error: {error}"))
         page.on("response", on_response)
-        page.set_default_timeout(DRAW_TIMEOUT_MS)
-        page.set_default_navigation_timeout(DRAW_TIMEOUT_MS)
+        page.set_default_timeout(DRAW_TIMEOUT_S * 1000)
+        page.set_default_navigation_timeout(DRAW_TIMEOUT_S * 1000)
         return page
 
     async def opened(page: Any, path: str) -> None:
@@ -401,13 +401,14 @@ async def print_book_pdf(
             return drawn
 
         def retrying() -> None:
-            print(f"print_pdf: {path}: not drawn in {seconds:.0f} s; loading it again", flush=True)
+            print(
+                f"print_pdf: {path}: not drawn in {DRAW_TIMEOUT_S} s; loading it again", flush=True
+            )
 
-        seconds = DRAW_TIMEOUT_MS / 1000
         try:
-            drawn = await first_in_time(load_and_draw, seconds, DRAW_TRIES, retrying)
+            drawn = await first_in_time(load_and_draw, DRAW_TIMEOUT_S, DRAW_TRIES, retrying)
         except asyncio.TimeoutError:
-            fail(f"{path}: not drawn in {seconds:.0f} s, {DRAW_TRIES} times")
+            fail(f"{path}: not drawn in {DRAW_TIMEOUT_S} s, {DRAW_TRIES} times")
         problems.extend(f"{path}: {problem}" for problem in drawn)
 
     prepared: list[dict[str, Any] | None] = [None] * len(documents)
@@ -443,7 +444,7 @@ async def print_book_pdf(
             front = front_matter(title, edition, author, documents)
             assembled = await in_time(
                 book.evaluate(ASSEMBLE, [front, [part["html"] for part in parts], styles, sheets]),
-                DRAW_TIMEOUT_MS / 1000,
+                DRAW_TIMEOUT_S,
                 "putting the book together",
             )
             if assembled["nowhere"]:
@@ -462,7 +463,7 @@ async def print_book_pdf(
                 footer = await book.add_style_tag(content=footer_style(title, front_pages))
                 await in_time(
                     book.evaluate("document.fonts.ready.then(() => true)"),
-                    DRAW_TIMEOUT_MS / 1000,
+                    DRAW_TIMEOUT_S,
                     "loading the book's fonts",
                 )
                 pdf = await in_time(

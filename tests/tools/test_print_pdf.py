@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,7 @@ def test_read_documents(tmp_path: Path) -> None:
         read_documents(tmp_path, ["book/c"])
 
 
-def _drawing(hangs: int) -> tuple[list[str], object]:
+def _drawing(hangs: int) -> tuple[list[str], Callable[[], Awaitable[str]]]:
     """An attempt that never finishes on its first ``hangs`` calls (as a page whose drawing
     never ends), then returns at once; and the log of its calls."""
     calls: list[str] = []

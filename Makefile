@@ -165,7 +165,7 @@ html-test: $(STAMP) book book-ko $(AXE)
 	$(BIN)/python -m pytest tests -m html
 
 # The PDF is the HTML book put together in one page and printed once by Chromium, tagged, with
-# pypdf adding its outline and page labels (tools/print_pdf.py): it prints what `make book` built,
+# its outline and page labels appended (tools/print_pdf.py): it prints what `make book` built,
 # so it executes and builds nothing new.
 PRINT_PDF = $(BIN)/python tools/print_pdf.py . _build/html _build/pdf/book.pdf
 ## pdf: the whole book as one PDF, _build/pdf/book.pdf (title page, contents with page numbers,

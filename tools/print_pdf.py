@@ -6,7 +6,7 @@ SOURCE_DIR holds the book's ``_config.yml`` (title, author) and ``_toc.yml`` (th
 reading order); SITE_DIR is its HTML build. The whole book is put together in one browser page and
 printed once by Chromium, tagged and with its outline (Playwright's ``page.pdf(tagged=True,
 outline=True)``), so the PDF keeps the page's structure for screen readers (what is read from the
-build before printing is ``tools/book_pages.py``; what pypdf adds after is
+build before printing is ``tools/book_pages.py``; what is appended to it after is
 ``tools/pdf_assembly.py``):
 
 - the site is served from a local HTTP server and its pages opened in Debian's Chromium through
@@ -30,8 +30,9 @@ build before printing is ``tools/book_pages.py``; what pypdf adds after is
   front matter takes; the second prints the contents with those numbers and the footers (the
   book's title, the page number: roman numerals in the front matter, 1, 2, ... from the first
   chapter), and must put every heading on the same page;
-- pypdf then replaces Chromium's outline (every heading of every level) with one entry per
-  chapter and one per section under it, and adds page labels that match the printed numbers.
+- an update appended to the printed bytes then replaces Chromium's outline (every heading of
+  every level) with one entry per chapter and one per section under it, and adds page labels
+  that match the printed numbers.
 
 Anything that would give a wrong or empty PDF fails with a message and exit status 1: a document
 missing from the site, a page without a first heading or (nearly) without text, a formula not
@@ -70,8 +71,9 @@ CHROMIUM_FLAGS = [
 ]
 # A page must load, and what is drawn after it loads be drawn, within this time (s).
 DRAW_TIMEOUT_S = 180
-# Loads of a page whose drawing does not finish in time, before the printer gives up: on a loaded
-# machine a page's formulas or figures have (rarely) never finished drawing, with the browser idle.
+# Loads of a page whose drawing does not finish in time, before the printer gives up. (A page's
+# formulas once waited minutes for an idle moment the browser never gave one of the tabs;
+# pe-math.js now waits a second at most.)
 DRAW_TRIES = 2
 
 # One print of the whole book must finish within this time (s).

@@ -107,7 +107,10 @@
     });
   }
 
-  const idle = () => new Promise((resolve) => (window.requestIdleCallback || setTimeout)(resolve));
+  // The browser's next idle moment, or a second at most: a headless browser with several tabs
+  // of the book open has been seen to give one of them no idle moment for minutes.
+  const idle = () => new Promise((resolve) => (window.requestIdleCallback
+    ? requestIdleCallback(resolve, { timeout: 1000 }) : setTimeout(resolve)));
 
   async function typesetAll() {
     if (!document.querySelector("div.math, span.math")) return;

@@ -278,6 +278,22 @@ def _typeset_all(page) -> None:
     page.evaluate("() => window.peMath && peMath.typesetAll()")
 
 
+# A browser that never has an idle moment, as one of several headless tabs has been seen to have
+# for minutes: requestIdleCallback calls back only when a timeout it was given passes.
+NEVER_IDLE = """window.requestIdleCallback = (callback, options) =>
+    options && options.timeout !== undefined ? setTimeout(callback, options.timeout) : 0;"""
+
+
+def test_formulas_are_typeset_on_demand_with_no_idle_moment(visit) -> None:
+    page = visit("book/07_rope_alibi.html", init_script=NEVER_IDLE).page
+    outcome = page.evaluate(
+        """() => Promise.race([peMath.typesetAll().then(() => 'typeset'),
+            new Promise((resolve) => setTimeout(() => resolve('still waiting after 30 s'), 30000))])"""
+    )
+    assert outcome == "typeset"
+    assert page.locator("mjx-lazy").count() == 0
+
+
 def _draw_figures(page) -> None:
     """Every explorable figure of the page drawn (``_static/pe-charts.js``), or failed."""
     page.evaluate("() => window.peCharts && peCharts.drawAll()")

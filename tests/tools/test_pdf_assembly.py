@@ -1,6 +1,6 @@
-"""tools/pdf_assembly.py: the outline, page labels and metadata written over a printed PDF whose
-structure tags, links and named destinations stay as printed. The PDF is made here with pypdf:
-blank pages, named destinations, and the catalogue entries of a tagged PDF."""
+"""tools/pdf_assembly.py: the outline, page labels and metadata appended to a printed PDF whose
+bytes (its structure tags, links and named destinations) stay as printed. The PDF is made here
+with pypdf: blank pages, named destinations, and the catalogue entries of a tagged PDF."""
 
 from __future__ import annotations
 
@@ -34,6 +34,23 @@ def _printed(pages: int, places: dict[str, int]) -> bytes:
     return buffer.getvalue()
 
 
+def _misplaced(pdf: bytes, update: int) -> list[str]:
+    """The entries of the cross-reference section after byte ``update`` whose offset does not
+    hold the object they name (a reader would search the file for it, or read another)."""
+    lines = pdf[pdf.index(b"xref\n", update) : pdf.index(b"trailer", update)].split(b"\n")[1:]
+    wrong, number = [], 0
+    for line in filter(None, (line.strip() for line in lines)):
+        fields = line.split()
+        if len(fields) == 2:  # a subsection: its first number and its length
+            number = int(fields[0])
+            continue
+        offset, kind = int(fields[0]), fields[2]
+        if kind == b"n" and not pdf[offset:].startswith(f"{number} 0 obj".encode()):
+            wrong.append(f"{number} at {offset}")
+        number += 1
+    return wrong
+
+
 OUTLINE = [
     OutlineEntry(1, "Introduction", "d0-top"),
     OutlineEntry(1, "1. Chapter", "d1-top"),
@@ -44,9 +61,12 @@ PLACES = {"d0-top": 2, "d1-top": 3, "d1-section": 3, "d1-another": 4}
 
 
 def test_outline_labels_metadata_and_tags(tmp_path: Path) -> None:
-    output = tmp_path / "book.pdf"
-    finish(_printed(5, PLACES), OUTLINE, 2, "The Book", "Us", output)
-    reader = pypdf.PdfReader(output)
+    output, printed = tmp_path / "book.pdf", _printed(5, PLACES)
+    finish(printed, OUTLINE, 2, "The Book", "Us", output)
+    written = output.read_bytes()
+    assert written.startswith(printed)  # an update after the printed bytes
+    assert _misplaced(written, len(printed)) == []
+    reader = pypdf.PdfReader(output, strict=True)
     outline = reader.outline
     assert [item.title for item in outline if not isinstance(item, list)] == [
         "Introduction",
@@ -56,6 +76,7 @@ def test_outline_labels_metadata_and_tags(tmp_path: Path) -> None:
     assert [reader.get_destination_page_number(item) for item in outline[2]] == [3, 4]
     assert reader.page_labels == ["i", "ii", "1", "2", "3"]
     assert reader.metadata.title == "The Book" and reader.metadata.author == "Us"
+    assert reader.metadata.producer == "pypdf"  # the printer's entries kept
     root = reader.trailer["/Root"]
     assert root["/MarkInfo"]["/Marked"] and "/StructTreeRoot" in root  # still tagged
     assert set(destinations(output.read_bytes())) == set(PLACES)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
+    from pypdf import PdfReader
     from pypdf.generic import DictionaryObject, PdfObject
 
 
@@ -32,7 +33,11 @@ def destinations(pdf: bytes) -> dict[str, tuple[int, float]]:
     """Each named destination of ``pdf``: its (unquoted) name -> (page index, top)."""
     from pypdf import PdfReader
 
-    reader = PdfReader(io.BytesIO(pdf))
+    return _destinations(PdfReader(io.BytesIO(pdf)))
+
+
+def _destinations(reader: PdfReader) -> dict[str, tuple[int, float]]:
+    """:func:`destinations` of a PDF already read."""
     return {
         unquote(str(name).lstrip("/")): (reader.get_destination_page_number(dest), float(dest.top))
         for name, dest in reader.named_destinations.items()
@@ -111,31 +116,30 @@ def finish(
             f"front_pages={front_pages}: the front matter must be at least one page and leave "
             f"a page of the book (the PDF has {pages})"
         )
-    places = destinations(pdf)
+    places = _destinations(reader)
     missing = [entry.destination for entry in outline if entry.destination not in places]
     if missing:
         raise ValueError(f"outline entries with no named destination in the PDF: {missing[:20]}")
     if not outline or outline[0].level != 1:
         raise ValueError(f"the outline must start with a document's title, not {outline[:1]}")
 
-    def key(text: str) -> NameObject:
-        return NameObject(text)
-
     # Numbers for the new objects: the outline's root, then one per entry, after the printed ones.
     first = int(reader.trailer["/Size"])
     refs = [IndirectObject(first + i, 0, reader) for i in range(len(outline) + 1)]
     # nodes[0] is the outline's root, nodes[i] the dictionary of outline[i - 1];
     # children[i]: the indices of the entries right under nodes[i].
-    nodes = [DictionaryObject({key("/Type"): key("/Outlines")})]
+    nodes = [DictionaryObject({NameObject("/Type"): NameObject("/Outlines")})]
     children: dict[int, list[int]] = {0: []}
     for index, entry in enumerate(outline, start=1):
         page, top = places[entry.destination]
-        xyz = [reader.pages[page].indirect_reference, key("/XYZ"), NullObject(), FloatObject(top)]
+        page_ref = reader.pages[page].indirect_reference
         nodes.append(
             DictionaryObject(
                 {
-                    key("/Title"): TextStringObject(entry.title),
-                    key("/Dest"): ArrayObject([*xyz, NullObject()]),
+                    NameObject("/Title"): TextStringObject(entry.title),
+                    NameObject("/Dest"): ArrayObject(
+                        [page_ref, NameObject("/XYZ"), NullObject(), FloatObject(top), NullObject()]
+                    ),
                 }
             )
         )
@@ -147,47 +151,60 @@ def finish(
     for parent, kids in children.items():
         if not kids:
             continue
-        nodes[parent][key("/First")], nodes[parent][key("/Last")] = refs[kids[0]], refs[kids[-1]]
+        nodes[parent][NameObject("/First")], nodes[parent][NameObject("/Last")] = (
+            refs[kids[0]],
+            refs[kids[-1]],
+        )
         # open: the count of the entries shown under it (all of them, under the root)
-        nodes[parent][key("/Count")] = NumberObject(len(outline) if parent == 0 else len(kids))
+        nodes[parent][NameObject("/Count")] = NumberObject(
+            len(outline) if parent == 0 else len(kids)
+        )
         for before, after in zip(kids, kids[1:], strict=False):
-            nodes[before][key("/Next")], nodes[after][key("/Prev")] = refs[after], refs[before]
+            nodes[before][NameObject("/Next")], nodes[after][NameObject("/Prev")] = (
+                refs[after],
+                refs[before],
+            )
         for kid in kids:
-            nodes[kid][key("/Parent")] = refs[parent]
+            nodes[kid][NameObject("/Parent")] = refs[parent]
     objects: dict[int, PdfObject] = {ref.idnum: node for ref, node in zip(refs, nodes, strict=True)}
 
     catalogue_ref = reader.trailer.raw_get("/Root")
     catalogue = DictionaryObject(reader.trailer["/Root"])  # its values as printed
-    catalogue[key("/Outlines")] = refs[0]  # in place of Chromium's, every heading
-    catalogue[key("/PageLabels")] = DictionaryObject(
+    catalogue[NameObject("/Outlines")] = refs[0]  # in place of Chromium's, every heading
+    catalogue[NameObject("/PageLabels")] = DictionaryObject(
         {
-            key("/Nums"): ArrayObject(
+            NameObject("/Nums"): ArrayObject(
                 [
                     NumberObject(0),
-                    DictionaryObject({key("/S"): key("/r")}),
+                    DictionaryObject({NameObject("/S"): NameObject("/r")}),
                     NumberObject(front_pages),
-                    DictionaryObject({key("/S"): key("/D"), key("/St"): NumberObject(1)}),
+                    DictionaryObject(
+                        {NameObject("/S"): NameObject("/D"), NameObject("/St"): NumberObject(1)}
+                    ),
                 ]
             )
         }
     )
-    catalogue[key("/PageMode")] = key("/UseOutlines")
+    catalogue[NameObject("/PageMode")] = NameObject("/UseOutlines")
     objects[catalogue_ref.idnum] = catalogue
     info_ref = reader.trailer.raw_get("/Info") if "/Info" in reader.trailer else None
     info = DictionaryObject(reader.trailer["/Info"] if info_ref is not None else {})
-    info[key("/Title")], info[key("/Author")] = TextStringObject(title), TextStringObject(author)
+    info[NameObject("/Title")], info[NameObject("/Author")] = (
+        TextStringObject(title),
+        TextStringObject(author),
+    )
     if info_ref is None:
         info_ref = IndirectObject(first + len(refs), 0, reader)
     objects[info_ref.idnum] = info
 
     trailer = DictionaryObject(
         {
-            key("/Size"): NumberObject(max(first, *objects) + 1),
-            key("/Root"): catalogue_ref,
-            key("/Info"): info_ref,
+            NameObject("/Size"): NumberObject(max(first, *objects) + 1),
+            NameObject("/Root"): catalogue_ref,
+            NameObject("/Info"): info_ref,
         }
     )
     if "/ID" in reader.trailer:
-        trailer[key("/ID")] = reader.trailer["/ID"]
+        trailer[NameObject("/ID")] = reader.trailer["/ID"]
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes(_update(pdf, objects, trailer))

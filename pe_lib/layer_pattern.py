@@ -102,9 +102,7 @@ def _rope_parameters(config: Mapping[str, Any], model: str) -> Mapping[str, Any]
     """transformers 5's ``rope_parameters``, or a ``config.json``'s ``rope_theta`` and
     ``rope_scaling`` joined as transformers joins them."""
     if config.get("rope_parameters") is not None:
-        return check_instance(
-            "config['rope_parameters']", config["rope_parameters"], Mapping
-        )  # type: ignore[type-abstract]
+        return check_instance("config['rope_parameters']", config["rope_parameters"], Mapping)  # type: ignore[type-abstract]
     entry: dict[str, Any] = dict(config.get("rope_scaling") or {"rope_type": "default"})
     entry["rope_theta"] = _get(config, "rope_theta", model)
     if config.get("partial_rotary_factor") is not None:
@@ -122,8 +120,7 @@ def _layer_types(config: Mapping[str, Any], model: str, every: int) -> list[str]
             "config['sliding_window_pattern']", config.get("sliding_window_pattern", every)
         )
         return [
-            "full_attention" if (i + 1) % every == 0 else "sliding_attention"
-            for i in range(count)
+            "full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(count)
         ]
     if isinstance(types, (str, bytes)) or not isinstance(types, Sequence):
         raise TypeError(
@@ -218,7 +215,9 @@ def _llama4(config: Mapping[str, Any]) -> list[LayerPositions]:
     rope = _rope_parameters(config, model)
     layers = []
     for flag, kind in zip(flags, types, strict=True):
-        attention = _KIND_OF_TYPE[check_choice("config['layer_types'][i]", kind, tuple(_KIND_OF_TYPE))]
+        attention = _KIND_OF_TYPE[
+            check_choice("config['layer_types'][i]", kind, tuple(_KIND_OF_TYPE))
+        ]
         chunk = _window(config, "attention_chunk_size", model) if attention == "chunked" else None
         layers.append(LayerPositions(attention, chunk, rope if flag else None))
     return layers

@@ -87,7 +87,9 @@ def _constant(positions: torch.Tensor, value: float) -> torch.Tensor:
     return torch.full(positions.shape, value, dtype=torch.float64)
 
 
-def _yarn(config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None) -> torch.Tensor:
+def _yarn(
+    config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
+) -> torch.Tensor:
     from .rope_scaling import resolve_scaling
 
     entry = resolve_scaling(_rope_entry(config, layer_type))
@@ -126,7 +128,9 @@ def _nope_log(
     return 1.0 + scale * torch.log1p(steps.to(torch.float64))
 
 
-def _logn(config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None) -> torch.Tensor:
+def _logn(
+    config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
+) -> torch.Tensor:
     length = check_positive_int("config['seq_length']", config.get("seq_length"))
     count = positions.to(torch.float64) + 1.0
     return torch.where(count > length, count.log() / math.log(length), torch.ones_like(count))

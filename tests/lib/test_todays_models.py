@@ -57,9 +57,7 @@ _SMALL = {
 
 def _mask(layer: LayerPositions, length: int) -> torch.Tensor:
     """0 where pe_lib's pattern lets query i see key j, -inf elsewhere: (length, length)."""
-    seen = torch.tensor(
-        [[layer.visible(i, j) for j in range(length)] for i in range(length)]
-    )
+    seen = torch.tensor([[layer.visible(i, j) for j in range(length)] for i in range(length)])
     return torch.zeros(length, length).masked_fill(~seen, float("-inf"))
 
 
@@ -147,8 +145,7 @@ class _PeLibPositions:
             if hasattr(m, "layer_idx") and "Attention" in type(m).__name__
         ]
         saved = {
-            name: getattr(self.module, name)
-            for name in (self.rotation, "eager_attention_forward")
+            name: getattr(self.module, name) for name in (self.rotation, "eager_attention_forward")
         }
         setattr(self.module, self.rotation, self.rotate)
         self.module.eager_attention_forward = self.attention
@@ -196,12 +193,19 @@ def test_llama4_nope_layers_chunks_and_temperature():
     model = _model(config)
     theirs = _logits(model)
     positions = _PeLibPositions(
-        model, "llama4", rotation="apply_rotary_emb", layout="interleaved",
-        temperatures=("nope_log",), seq_first=True,
+        model,
+        "llama4",
+        rotation="apply_rotary_emb",
+        layout="interleaved",
+        temperatures=("nope_log",),
+        seq_first=True,
     )
     assert _rotating(positions.pattern) == [0, 1, 2, 4, 5, 6]  # every fourth has no RoPE
     assert [layer.attention for layer in positions.pattern[:4]] == [
-        "chunked", "chunked", "chunked", "full"
+        "chunked",
+        "chunked",
+        "chunked",
+        "full",
     ]
     for attention in model.modules():  # pe_lib applies the temperature instead of the model
         if hasattr(attention, "attn_temperature_tuning"):
@@ -212,8 +216,13 @@ def test_llama4_nope_layers_chunks_and_temperature():
     assert sorted(set(positions.rotated)) == _rotating(positions.pattern)
     # the test can fail: the temperature counted from position_ids, not the cache, differs
     late = _PeLibPositions(
-        model, "llama4", rotation="apply_rotary_emb", layout="interleaved",
-        temperatures=("nope_log",), seq_first=True, cache_start=int(POSITIONS[0]),
+        model,
+        "llama4",
+        rotation="apply_rotary_emb",
+        layout="interleaved",
+        temperatures=("nope_log",),
+        seq_first=True,
+        cache_start=int(POSITIONS[0]),
     )
     with late.active():
         wrong = _logits(model)
@@ -231,14 +240,24 @@ def test_llama4_temperature_formula_and_explicit_no_rope_layers():
     explicit = transformers.Llama4TextConfig(
         **_SMALL, no_rope_layers=flags, rope_parameters={"rope_type": "default", "rope_theta": 1e4}
     )
-    assert [layer.rotates for layer in layer_pattern(explicit.to_dict())] == [True, False, False, True]
+    assert [layer.rotates for layer in layer_pattern(explicit.to_dict())] == [
+        True,
+        False,
+        False,
+        True,
+    ]
 
 
 def test_cohere2_rotates_its_sliding_layers_only():
     config = transformers.Cohere2Config(
         **{**_SMALL, "pad_token_id": 0},
         sliding_window=4,
-        layer_types=["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        layer_types=[
+            "sliding_attention",
+            "sliding_attention",
+            "sliding_attention",
+            "full_attention",
+        ],
         rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
     )
     model = _model(config)
@@ -343,7 +362,9 @@ def test_gpt_oss_windows_yarn_temperature_and_learned_sinks():
 def test_softmax_with_sinks_leaves_weight_to_the_sink():
     scores = torch.zeros(1, 2, 1, 3, dtype=torch.float64)
     weights = softmax_with_sinks(scores, torch.tensor([0.0, math.log(3.0)], dtype=torch.float64))
-    torch.testing.assert_close(weights.sum(-1).flatten(), torch.tensor([0.75, 0.5], dtype=torch.float64))
+    torch.testing.assert_close(
+        weights.sum(-1).flatten(), torch.tensor([0.75, 0.5], dtype=torch.float64)
+    )
     with pytest.raises(ValueError, match="sinks must have shape"):
         softmax_with_sinks(scores, torch.zeros(3))
     with pytest.raises(TypeError, match="scores must be a floating"):
@@ -393,8 +414,12 @@ def test_deepseek_v3_mscale_on_the_softmax_scale():
     model = _model(config)
     theirs = _logits(model)
     positions = _PeLibPositions(
-        model, "deepseek_v3", rotation="apply_rotary_pos_emb_interleave", layout="interleaved",
-        scale=lambda module: module.qk_head_dim**-0.5, temperatures=("mla_mscale",),
+        model,
+        "deepseek_v3",
+        rotation="apply_rotary_pos_emb_interleave",
+        layout="interleaved",
+        scale=lambda module: module.qk_head_dim**-0.5,
+        temperatures=("mla_mscale",),
     )
     with positions.active():
         ours = _logits(model)
@@ -403,7 +428,10 @@ def test_deepseek_v3_mscale_on_the_softmax_scale():
     assert tau == pytest.approx((0.1 * math.log(40) + 1) ** 2)
     # without it, the logits differ
     plain = _PeLibPositions(
-        model, "deepseek_v3", rotation="apply_rotary_pos_emb_interleave", layout="interleaved",
+        model,
+        "deepseek_v3",
+        rotation="apply_rotary_pos_emb_interleave",
+        layout="interleaved",
         scale=lambda module: module.qk_head_dim**-0.5,
     )
     with plain.active():
@@ -444,10 +472,11 @@ def test_deepseek_v3_absorbed_latent_attention_equals_the_expanded_one():
         k_rot = apply_rope(k_rot[:, None], POSITIONS, layout="interleaved", scaling=entry)
         w_uk = attention.kv_b_proj.weight.view(heads, nope + config.v_head_dim, -1)[:, :nope]
         q_latent = q_nope @ w_uk  # (1, heads, seq, kv_lora_rank): W_UK absorbed into the query
-        scale = attention.qk_head_dim**-0.5 * attention_temperature(
-            "mla_mscale", config.to_dict(), torch.tensor([0])
-        ).item()
-        absorbed = (q_latent @ latent[:, None].transpose(-1, -2) + q_rot @ k_rot.transpose(-1, -2))
+        scale = (
+            attention.qk_head_dim**-0.5
+            * attention_temperature("mla_mscale", config.to_dict(), torch.tensor([0])).item()
+        )
+        absorbed = q_latent @ latent[:, None].transpose(-1, -2) + q_rot @ k_rot.transpose(-1, -2)
         absorbed = absorbed * scale
     torch.testing.assert_close(absorbed, captured["scores"], atol=ATOL, rtol=RTOL)
 
@@ -458,7 +487,9 @@ def test_gemma4_proportional_rotation():
     rope = {
         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
         "full_attention": {
-            "rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1e6
+            "rope_type": "proportional",
+            "partial_rotary_factor": 0.25,
+            "rope_theta": 1e6,
         },
     }
     config = transformers.Gemma4TextConfig(
@@ -486,11 +517,23 @@ def test_layer_pattern_errors_name_the_key():
         layer_pattern({"num_hidden_layers": 2})
     with pytest.raises(ValueError, match="layer_types"):
         layer_pattern(
-            {"model_type": "gpt_oss", "num_hidden_layers": 2, "layer_types": ["full_attention"],
-             "rope_theta": 1e4, "sliding_window": 8}
+            {
+                "model_type": "gpt_oss",
+                "num_hidden_layers": 2,
+                "layer_types": ["full_attention"],
+                "rope_theta": 1e4,
+                "sliding_window": 8,
+            }
         )
     with pytest.raises(ValueError, match="no_rope_layers"):
-        layer_pattern({"model_type": "llama4_text", "num_hidden_layers": 2, "no_rope_layers": [1, 2],
-                       "rope_theta": 1e4, "attention_chunk_size": 8})
+        layer_pattern(
+            {
+                "model_type": "llama4_text",
+                "num_hidden_layers": 2,
+                "no_rope_layers": [1, 2],
+                "rope_theta": 1e4,
+                "attention_chunk_size": 8,
+            }
+        )
     with pytest.raises(ValueError, match="rule must be one of"):
         attention_temperature("cold", {}, torch.tensor([0]))

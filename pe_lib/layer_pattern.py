@@ -32,8 +32,8 @@ from ._validation import check_choice, check_instance, check_positive_int
 
 __all__ = ["ATTENTION_KINDS", "LAYER_PATTERNS", "LayerPositions", "layer_pattern"]
 
-#: What the keys of a layer are: all earlier ones, the last ``window`` ones, or those of the
-#: query's own chunk of ``window`` positions.
+#: The keys a layer's query sees, by kind (all earlier keys, the last ``window`` ones, or those
+#: in the query's own chunk of ``window`` positions).
 ATTENTION_KINDS = ("full", "sliding", "chunked")
 
 

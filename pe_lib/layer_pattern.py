@@ -62,15 +62,11 @@ class LayerPositions:
 
     def visible(self, query: int, key: int) -> bool:
         """Whether the key at index ``key`` is visible from the query at index ``query``."""
-        if key > query:
-            return False
+        if key > query or self.window is None:  # causal; "full" has no window
+            return key <= query
         if self.attention == "sliding":
-            assert self.window is not None
             return key > query - self.window
-        if self.attention == "chunked":
-            assert self.window is not None
-            return key // self.window == query // self.window
-        return True
+        return key // self.window == query // self.window  # "chunked"
 
 
 #: ``rule(config) -> list[LayerPositions]``, one per layer.
@@ -214,10 +210,14 @@ def _llama4(config: Mapping[str, Any]) -> list[LayerPositions]:
     ]
     rope = _rope_parameters(config, model)
     layers = []
-    for flag, kind in zip(flags, types, strict=True):
-        attention = _KIND_OF_TYPE[
-            check_choice("config['layer_types'][i]", kind, tuple(_KIND_OF_TYPE))
-        ]
+    if isinstance(types, (str, bytes)) or not isinstance(types, Sequence) or len(types) != count:
+        raise ValueError(
+            f"config['layer_types'] must name one type per layer (num_hidden_layers={count}), "
+            f"got {types!r}"
+        )
+    for i, (flag, kind) in enumerate(zip(flags, types, strict=True)):
+        name = f"config['layer_types'][{i}]"
+        attention = _KIND_OF_TYPE[check_choice(name, kind, tuple(_KIND_OF_TYPE))]
         chunk = _window(config, "attention_chunk_size", model) if attention == "chunked" else None
         layers.append(LayerPositions(attention, chunk, rope if flag else None))
     return layers

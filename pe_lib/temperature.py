@@ -131,7 +131,12 @@ def _nope_log(
 def _logn(
     config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
 ) -> torch.Tensor:
-    length = check_positive_int("config['seq_length']", config.get("seq_length"))
+    if config.get("seq_length") is None:
+        raise ValueError(
+            "config['seq_length'] is required by the 'logn' rule: the training length L beyond "
+            "which log-n scaling multiplies the queries (Qwen's config.json holds it)"
+        )
+    length = check_positive_int("config['seq_length']", config["seq_length"])
     count = positions.to(torch.float64) + 1.0
     return torch.where(count > length, count.log() / math.log(length), torch.ones_like(count))
 

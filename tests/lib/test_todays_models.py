@@ -508,6 +508,16 @@ def test_gemma4_proportional_rotation():
         ours = _logits(model)
     torch.testing.assert_close(ours, theirs, atol=ATOL, rtol=RTOL)
     assert sorted(set(positions.rotated)) == [0, 1, 2, 3]
+    # the test can fail: rotating the leading quarter of the head as a smaller head (partial
+    # rotation's convention) instead of the whole head's fastest pairs gives other logits
+    tail = LayerPositions("full", None, {**rope["full_attention"], "rope_type": "default"})
+    partial = _PeLibPositions(
+        model, "gemma4", scale=lambda module: 1.0, seq_first=True, single=True
+    )
+    partial.pattern[3] = tail
+    with partial.active():
+        wrong = _logits(model)
+    assert (wrong - theirs).abs().max() > 10 * ATOL
 
 
 def test_layer_pattern_errors_name_the_key():
@@ -537,3 +547,45 @@ def test_layer_pattern_errors_name_the_key():
         )
     with pytest.raises(ValueError, match="rule must be one of"):
         attention_temperature("cold", {}, torch.tensor([0]))
+
+
+@pytest.mark.parametrize("window", [1, 3, 5])
+def test_visible_keys_are_transformers_masks(window):
+    masking = importlib.import_module("transformers.masking_utils")
+    sliding = masking.sliding_window_causal_mask_function(window)
+    chunked = masking.and_masks(
+        masking.chunked_overlay(window, torch.zeros(1, dtype=torch.int64)),
+        masking.causal_mask_function,
+    )
+    kinds = {
+        "sliding": sliding,
+        "chunked": chunked,
+        "full": masking.causal_mask_function,
+    }
+    for kind, theirs in kinds.items():
+        layer = LayerPositions(kind, None if kind == "full" else window, None)
+        for i in range(12):
+            for j in range(12):
+                assert layer.visible(i, j) == bool(
+                    theirs(0, 0, torch.tensor(i), torch.tensor(j))
+                ), (kind, i, j)
+
+
+def test_temperature_and_sink_errors_name_the_argument():
+    p = torch.arange(4)
+    with pytest.raises(ValueError, match=r"config\['seq_length'\]"):
+        attention_temperature("logn", {"model_type": "qwen"}, p)
+    with pytest.raises(TypeError, match="config must be a Mapping"):
+        attention_temperature("logn", [("seq_length", 8)], p)
+    with pytest.raises(TypeError, match="positions must be an int64"):
+        attention_temperature("logn", {"seq_length": 8}, p.double())
+    with pytest.raises(ValueError, match=r"config\['floor_scale'\]"):
+        attention_temperature("nope_log", {"floor_scale": 0}, p)
+    with pytest.raises(TypeError, match="length must be an int"):
+        streaming_cache(True, sinks=1, window=2)
+
+
+def test_logn_is_one_within_the_training_length_and_log_beyond():
+    got = attention_temperature("logn", {"seq_length": 8}, torch.tensor([0, 7, 8, 63]))
+    expected = torch.tensor([1.0, 1.0, math.log(9, 8), 2.0], dtype=torch.float64)
+    torch.testing.assert_close(got, expected)

@@ -495,6 +495,8 @@ def test_gemma4_proportional_rotation():
     config = transformers.Gemma4TextConfig(
         **{**_SMALL, "head_dim": 16},
         global_head_dim=32,
+        vocab_size_per_layer_input=64,  # its per-layer embeddings: small too
+        hidden_size_per_layer_input=8,
         layer_types=["sliding_attention"] * 3 + ["full_attention"],
         sliding_window=5,
         rope_parameters=rope,

@@ -591,3 +591,41 @@ def test_logn_is_one_within_the_training_length_and_log_beyond():
     got = attention_temperature("logn", {"seq_length": 8}, torch.tensor([0, 7, 8, 63]))
     expected = torch.tensor([1.0, 1.0, math.log(9, 8), 2.0], dtype=torch.float64)
     torch.testing.assert_close(got, expected)
+
+
+def test_published_style_llama4_and_cohere2_configs_read_as_transformers_reads_them():
+    """A config.json keeps rope_theta and rope_scaling at the top level, Llama 4 an empty
+    no_rope_layers, Cohere 2 an int sliding_window_pattern: pe_lib reads them as the
+    configuration classes of transformers do."""
+    scaling = {
+        "rope_type": "llama3",
+        "factor": 16.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+    }
+    published = {
+        "model_type": "llama4_text",
+        "num_hidden_layers": 8,
+        "no_rope_layers": [],
+        "attention_chunk_size": 8192,
+        "rope_theta": 500000.0,
+        "rope_scaling": scaling,
+    }
+    theirs = transformers.Llama4TextConfig(
+        num_hidden_layers=8, no_rope_layers=[], rope_parameters={**scaling, "rope_theta": 5e5}
+    )
+    ours = layer_pattern(published)
+    assert ours == layer_pattern(theirs.to_dict())
+    assert [layer.rotates for layer in ours] == [bool(flag) for flag in theirs.no_rope_layers]
+    cohere = {
+        "model_type": "cohere2",
+        "num_hidden_layers": 8,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 4,
+        "rope_theta": 50000.0,
+    }
+    reference = transformers.Cohere2Config(num_hidden_layers=8, sliding_window_pattern=4)
+    assert [layer.attention for layer in layer_pattern(cohere)] == [
+        "sliding" if kind == "sliding_attention" else "full" for kind in reference.layer_types
+    ]

@@ -21,12 +21,16 @@ from . import checks, encodings
 from ._version import __version__
 from .alibi import alibi_bias, alibi_slopes
 from .attention import SelfAttention, scaled_dot_product_attention
+from .layer_pattern import LayerPositions, layer_pattern
 from .modules import LearnedPositionalEncoding, PositionalEncoding, SinusoidalPositionalEncoding
 from .relative import relative_shift_matrix
 from .rope import RotaryEmbedding, apply_rope, rope_angles, rotate
+from .sinks import softmax_with_sinks, streaming_cache
 from .sinusoidal import angular_frequencies, sinusoidal_table, wavelengths
+from .temperature import attention_temperature
 
 __all__ = [
+    "LayerPositions",
     "LearnedPositionalEncoding",
     "PositionalEncoding",
     "RotaryEmbedding",
@@ -37,13 +41,17 @@ __all__ = [
     "alibi_slopes",
     "angular_frequencies",
     "apply_rope",
+    "attention_temperature",
     "checks",
     "encodings",
+    "layer_pattern",
     "relative_shift_matrix",
     "rope_angles",
     "rotate",
     "scaled_dot_product_attention",
     "sinusoidal_table",
+    "softmax_with_sinks",
+    "streaming_cache",
     "wavelengths",
 ]
 

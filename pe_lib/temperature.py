@@ -1,0 +1,191 @@
+r"""Attention temperatures tied to length: how much a model sharpens its softmax, and where.
+
+A softmax over more keys is flatter: with :math:`n` keys of equal score each gets :math:`1/n`.
+Models that run far beyond their training length therefore multiply their attention logits by
+a factor :math:`\tau \ge 1` that grows with the length they were extended to, or with the
+query's position. Four such rules are in use; they differ in what they multiply:
+
+* ``"yarn"`` (Peng et al., 2023, arXiv:2309.00071, section 3.4; transformers'
+  ``_compute_yarn_parameters``): cos and sin are multiplied by the attention factor
+  :math:`a` (:func:`pe_lib.rope_scaling.rope_frequencies` returns it), so the *rotated
+  channels'* share of every logit is multiplied by :math:`a^2`: with factor 32,
+  :math:`a = 0.1\ln 32 + 1`.
+* ``"mla_mscale"`` (DeepSeek-V2's YaRN, transformers' ``yarn_apply_mscale`` in
+  ``modeling_deepseek_v3.py``): the softmax scale :math:`1/\sqrt{d}` of *all* channels is
+  multiplied by :math:`m^2`, :math:`m = 0.1\,\mathrm{mscale\_all\_dim}\ln s + 1`, while cos and sin
+  are multiplied by :math:`(0.1\,\mathrm{mscale}\ln s + 1)/m` (1 when the two are equal, as in
+  DeepSeek-V3's config).
+* ``"nope_log"`` (Llama 4, from Nakanishi 2025, arXiv:2501.19399; ``Llama4TextAttention``): on
+  the layers *without* positions only, the query at position :math:`p` is multiplied by
+  :math:`1 + \mathrm{attn\_scale}\,\ln(1 + \lfloor (p + 1)/\mathrm{floor\_scale}\rfloor)`, so its
+  logits are too; :math:`p` counts from the start of the cache.
+* ``"logn"`` (Qwen, arXiv:2309.16609, section 2.3, after Chiang and Cholak 2022): the query at
+  position :math:`p` is multiplied by :math:`\log_L(p + 1)` where :math:`p + 1 > L`, the training
+  length ``seq_length``, and by 1 before. transformers 5.23 does not implement it (its Qwen2
+  and Qwen3 models have no such option); the rule follows the expression of Qwen's own
+  modeling code, which is not part of transformers and is not checked here.
+
+Contract. A rule is one :class:`Temperature` entry of :data:`TEMPERATURES`: ``compute(config,
+positions, layer_type)`` returns a float64 tensor of the shape of ``positions``, the factor by
+which the rule multiplies the logits of the query at each position, on the channels
+``acts_on`` names (``"rotated"`` or ``"all"``) of the layers ``layers`` names (``"rotary"``,
+``"nope"`` or ``"all"``). ``config`` is the model's configuration as a mapping (transformers 5's
+``config.to_dict()`` or a ``config.json``; ``layer_type`` picks a per-layer rotary entry).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ._validation import (
+    check_choice,
+    check_instance,
+    check_positions,
+    check_positive_int,
+    check_real,
+)
+
+__all__ = ["TEMPERATURES", "Temperature", "attention_temperature"]
+
+#: ``compute(config, positions, layer_type) -> factors``, float64 of the shape of positions.
+TemperatureFunction = Callable[[Mapping[str, Any], torch.Tensor, "str | None"], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Temperature:
+    """One entry of :data:`TEMPERATURES`.
+
+    Attributes:
+        compute: ``(config, positions, layer_type) -> factors`` (see the module docstring).
+        acts_on: ``"rotated"`` (only the rotated channels' share of a logit) or ``"all"``.
+        layers: ``"rotary"``, ``"nope"`` (layers without positions) or ``"all"``.
+        reference: the code or paper the numbers are those of.
+    """
+
+    compute: TemperatureFunction
+    acts_on: str
+    layers: str
+    reference: str
+
+
+def _rope_entry(config: Mapping[str, Any], layer_type: str | None) -> Mapping[str, Any]:
+    from .layer_pattern import _entry_for, _rope_parameters
+
+    rope = _rope_parameters(config, str(config.get("model_type")))
+    entry = rope if layer_type is None else _entry_for(rope, layer_type)
+    if entry is None:
+        raise ValueError(f"layer_type={layer_type!r} has no rotary entry (a layer without RoPE)")
+    return entry
+
+
+def _constant(positions: torch.Tensor, value: float) -> torch.Tensor:
+    return torch.full(positions.shape, value, dtype=torch.float64)
+
+
+def _yarn(
+    config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
+) -> torch.Tensor:
+    from .rope_scaling import resolve_scaling
+
+    entry = resolve_scaling(_rope_entry(config, layer_type))
+    if entry.rope_type != "yarn":
+        return _constant(positions, 1.0)
+    # the attention factor multiplies cos and sin: the rotated share of q.k by its square
+    factor = entry.entry.compute(2, entry.base, entry.params, None)[1]
+    return _constant(positions, factor**2)
+
+
+def _mscale(factor: float, mscale: float) -> float:
+    return 1.0 if factor <= 1.0 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def _mla_mscale(
+    config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
+) -> torch.Tensor:
+    entry = _rope_entry(config, layer_type)
+    kind = entry.get("rope_type", entry.get("type", "default"))
+    mscale_all_dim = entry.get("mscale_all_dim") or 0
+    if kind == "default" or not mscale_all_dim:
+        return _constant(positions, 1.0)
+    factor = check_real("config rope 'factor'", entry.get("factor"), above=0.0)
+    mscale_all_dim = check_real("config rope 'mscale_all_dim'", mscale_all_dim, at_least=0.0)
+    return _constant(positions, _mscale(factor, mscale_all_dim) ** 2)
+
+
+def _nope_log(
+    config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
+) -> torch.Tensor:
+    if not config.get("attn_temperature_tuning", True):
+        return _constant(positions, 1.0)
+    scale = check_real("config['attn_scale']", config.get("attn_scale", 0.1), at_least=0.0)
+    floor_scale = check_positive_int("config['floor_scale']", config.get("floor_scale", 8192))
+    steps = torch.div(positions.to(torch.int64) + 1, floor_scale, rounding_mode="floor")
+    return 1.0 + scale * torch.log1p(steps.to(torch.float64))
+
+
+def _logn(
+    config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
+) -> torch.Tensor:
+    if config.get("seq_length") is None:
+        raise ValueError(
+            "config['seq_length'] is required by the 'logn' rule: the training length L beyond "
+            "which log-n scaling multiplies the queries (Qwen's config.json holds it)"
+        )
+    length = check_positive_int("config['seq_length']", config["seq_length"])
+    count = positions.to(torch.float64) + 1.0
+    return torch.where(count > length, count.log() / math.log(length), torch.ones_like(count))
+
+
+#: Every temperature rule by name; a new rule is one entry here.
+TEMPERATURES: dict[str, Temperature] = {
+    "yarn": Temperature(
+        _yarn, "rotated", "rotary", "transformers 5.23's _compute_yarn_parameters (cos, sin)"
+    ),
+    "mla_mscale": Temperature(
+        _mla_mscale, "all", "rotary", "transformers 5.23's yarn_apply_mscale (DeepSeek-V3)"
+    ),
+    "nope_log": Temperature(
+        _nope_log, "all", "nope", "transformers 5.23's Llama4TextAttention (queries)"
+    ),
+    "logn": Temperature(
+        _logn, "all", "all", "Qwen's log-n scaling (arXiv:2309.16609, section 2.3)"
+    ),
+}
+
+
+def attention_temperature(
+    rule: str,
+    config: Mapping[str, Any],
+    positions: torch.Tensor,
+    *,
+    layer_type: str | None = None,
+) -> torch.Tensor:
+    """The factor by which ``rule`` multiplies the attention logits of each query position.
+
+    Args:
+        rule: a name in :data:`TEMPERATURES`.
+        config: the model's configuration as a mapping (``config.to_dict()`` of transformers 5,
+            or its ``config.json``).
+        positions: int64 query positions (counted from the start of the cache), any shape.
+        layer_type: the layer type whose rotary entry to read, where the config holds one per
+            layer type.
+
+    Returns:
+        a float64 tensor of the shape of ``positions``; :data:`TEMPERATURES` says which
+        channels and layers it acts on.
+
+    Raises:
+        TypeError, ValueError: an unknown rule, a config that is not a mapping or lacks a key
+            the rule needs, or invalid positions.
+    """
+    name = check_choice("rule", rule, tuple(TEMPERATURES))
+    config = check_instance("config", config, Mapping)  # type: ignore[type-abstract]
+    positions = check_positions("positions", positions)
+    if positions.is_floating_point():
+        raise TypeError("positions must be an int64 tensor of query positions, got float64")
+    return TEMPERATURES[name].compute(config, positions, layer_type)

@@ -159,8 +159,8 @@ def _mrope_interleaved(
     return AxialFrequencies(_geometric(base, d // 2, 2, d), axes, 3, "half")
 
 
-#: The axial RoPE layouts by name: each builds :class:`AxialFrequencies` from ``head_dim`` and
-#: ``base`` (M-RoPE's also from ``sections``).
+#: The axial RoPE layouts by name, each building :class:`AxialFrequencies` from ``head_dim``
+#: and ``base`` (M-RoPE's also from ``sections``).
 AXIAL_LAYOUTS: dict[str, Callable[..., AxialFrequencies]] = {
     "pixtral": _pixtral,
     "qwen2_vl_vision": _qwen2_vl_vision,

@@ -21,9 +21,12 @@ from . import checks, encodings
 from ._version import __version__
 from .alibi import alibi_bias, alibi_slopes
 from .attention import SelfAttention, scaled_dot_product_attention
+from .axial import axial_angles, axial_frequencies
+from .grid import grid_positions, mrope_positions, resize_position_table
 from .layer_pattern import LayerPositions, layer_pattern
 from .modules import LearnedPositionalEncoding, PositionalEncoding, SinusoidalPositionalEncoding
 from .relative import relative_shift_matrix
+from .relative_bias import clipped_relative_positions, t5_relative_buckets
 from .rope import RotaryEmbedding, apply_rope, rope_angles, rotate
 from .sinks import softmax_with_sinks, streaming_cache
 from .sinusoidal import angular_frequencies, sinusoidal_table, wavelengths
@@ -42,16 +45,23 @@ __all__ = [
     "angular_frequencies",
     "apply_rope",
     "attention_temperature",
+    "axial_angles",
+    "axial_frequencies",
     "checks",
+    "clipped_relative_positions",
     "encodings",
+    "grid_positions",
     "layer_pattern",
+    "mrope_positions",
     "relative_shift_matrix",
+    "resize_position_table",
     "rope_angles",
     "rotate",
     "scaled_dot_product_attention",
     "sinusoidal_table",
     "softmax_with_sinks",
     "streaming_cache",
+    "t5_relative_buckets",
     "wavelengths",
 ]
 

@@ -1,0 +1,346 @@
+"""Positions beyond a line (chapter 13), each equal to the transformers 5.23 code that runs it.
+
+Every test builds the transformers piece from a tiny config (no network, no weights) and compares:
+
+* ViT's ``ViTEmbeddings.interpolate_pos_encoding`` and SigLIP 2's
+  ``Siglip2VisionEmbeddings.resize_positional_embeddings`` with :func:`pe_lib.grid.resize_position_table`;
+* Pixtral's ``PixtralVisionRotaryEmbedding``, Qwen2-VL's ``Qwen2VLVisionRotaryEmbedding`` (with
+  ``transformers.vision_utils.get_vision_position_ids``) and Llama 4's
+  ``Llama4VisionRotaryEmbedding`` with :mod:`pe_lib.axial` at :func:`pe_lib.grid.grid_positions`;
+* Qwen2-VL's ``Qwen2VLModel.get_rope_index`` and ``Qwen2VLRotaryEmbedding``, Qwen3-VL's
+  ``Qwen3VLTextRotaryEmbedding``, with :func:`pe_lib.grid.mrope_positions` and M-RoPE's angles;
+* T5's ``T5Attention._relative_position_bucket`` and ``compute_bias`` with
+  :func:`pe_lib.relative_bias.t5_relative_buckets`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from pe_lib.axial import AXIAL_LAYOUTS, axial_angles, axial_frequencies  # noqa: E402
+from pe_lib.grid import grid_positions, mrope_positions, resize_position_table  # noqa: E402
+from pe_lib.relative_bias import clipped_relative_positions, t5_relative_buckets  # noqa: E402
+from pe_lib.rope import rotate  # noqa: E402
+
+#: cos and sin that transformers forms in float32 from float32 frequencies, against pe_lib's
+#: float64 angles rounded once: a few float32 ulps of an angle up to ~30 rad.
+ATOL = 1e-5
+
+
+def _tables(angles: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of every channel, as the models lay them out ("half": the pairs' angles twice)."""
+    if layout == "half":
+        angles = torch.cat([angles, angles], dim=-1)
+    else:
+        angles = angles.repeat_interleave(2, dim=-1)
+    return angles.cos().float(), angles.sin().float()
+
+
+# --- a learned table on a new grid ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(32, 32), (48, 64), (16, 40)])
+def test_resize_equals_vit_interpolate_pos_encoding(size: tuple[int, int]) -> None:
+    from transformers.models.vit.modeling_vit import ViTEmbeddings
+
+    torch.manual_seed(0)
+    config = transformers.ViTConfig(image_size=32, patch_size=8, hidden_size=12)
+    embeddings = ViTEmbeddings(config)
+    torch.nn.init.normal_(embeddings.position_embeddings)
+    height, width = size
+    patches = (height // 8) * (width // 8)
+    theirs = embeddings.interpolate_pos_encoding(torch.zeros(1, patches + 1, 12), height, width)
+    table = embeddings.position_embeddings.detach()[0]
+    ours = resize_position_table(table[1:], height // 8, width // 8)
+    torch.testing.assert_close(theirs[0, 0], table[0])  # the class token is left alone
+    torch.testing.assert_close(theirs.detach()[0, 1:], ours, rtol=0, atol=1e-6)
+
+
+def test_resize_equals_siglip2() -> None:
+    from transformers.models.siglip2.modeling_siglip2 import Siglip2VisionEmbeddings
+
+    torch.manual_seed(1)
+    table = torch.randn(16, 10)
+    shapes = torch.tensor([[3, 7], [6, 2], [4, 4]])
+    theirs = Siglip2VisionEmbeddings.resize_positional_embeddings(
+        table.reshape(4, 4, 10), shapes, 21
+    )
+    for row, (rows, columns) in enumerate(shapes.tolist()):
+        ours = resize_position_table(table, rows, columns, method="siglip2")
+        torch.testing.assert_close(theirs[row, : rows * columns], ours, rtol=0, atol=1e-6)
+
+
+def test_resize_to_the_same_grid_is_the_identity_for_vit() -> None:
+    table = torch.randn(25, 6, dtype=torch.float64)
+    torch.testing.assert_close(resize_position_table(table, 5, 5), table)
+
+
+# --- two-dimensional RoPE -------------------------------------------------------------------
+
+
+def test_pixtral_rotary_tables() -> None:
+    from transformers.models.pixtral.modeling_pixtral import PixtralVisionRotaryEmbedding
+
+    config = transformers.PixtralVisionConfig(
+        hidden_size=64,
+        num_attention_heads=2,
+        head_dim=32,
+        intermediate_size=32,
+        num_hidden_layers=1,
+    )
+    positions = grid_positions(5, 7)
+    cos, sin = PixtralVisionRotaryEmbedding(config)(torch.zeros(1), positions)
+    frequencies = axial_frequencies("pixtral", 32, base=config.rope_parameters["rope_theta"])
+    ours = _tables(axial_angles(positions, frequencies), frequencies.layout)
+    torch.testing.assert_close(cos, ours[0], rtol=0, atol=ATOL)
+    torch.testing.assert_close(sin, ours[1], rtol=0, atol=ATOL)
+
+
+def test_qwen2_vl_vision_positions_and_tables() -> None:
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLVisionRotaryEmbedding
+    from transformers.vision_utils import get_vision_position_ids
+
+    config = transformers.Qwen2VLConfig(vision_config={"embed_dim": 64, "num_heads": 2, "depth": 1})
+    vision = config.vision_config
+    positions = get_vision_position_ids(torch.tensor([[1, 6, 4]]), vision.spatial_merge_size)
+    assert torch.equal(positions, grid_positions(6, 4, merge=vision.spatial_merge_size))
+    cos, sin = Qwen2VLVisionRotaryEmbedding(vision)(torch.zeros(1), positions)
+    frequencies = axial_frequencies(
+        "qwen2_vl_vision", 32, base=vision.rope_parameters["rope_theta"]
+    )
+    ours = _tables(axial_angles(positions, frequencies), frequencies.layout)
+    torch.testing.assert_close(cos, ours[0], rtol=0, atol=ATOL)
+    torch.testing.assert_close(sin, ours[1], rtol=0, atol=ATOL)
+
+
+def test_llama4_vision_tables() -> None:
+    from transformers.models.llama4.modeling_llama4 import Llama4VisionRotaryEmbedding
+
+    config = transformers.Llama4VisionConfig(
+        hidden_size=64, num_attention_heads=2, image_size=56, patch_size=14, num_hidden_layers=1
+    )
+    freqs_ci = Llama4VisionRotaryEmbedding(config).freqs_ci[:, 0]  # (patches + 1, pairs) complex
+    side = config.image_size // config.patch_size
+    # (x, y) = (column, row), counted from 1; the class token, last, at (0, 0): angle 0.
+    xy = grid_positions(side, side, start=1).flip(-1)
+    positions = torch.cat([xy, torch.zeros(1, 2, dtype=torch.int64)])
+    frequencies = axial_frequencies("llama4_vision", 32, base=config.rope_parameters["rope_theta"])
+    angles = axial_angles(positions, frequencies)
+    torch.testing.assert_close(freqs_ci.real, angles.cos().float(), rtol=0, atol=ATOL)
+    torch.testing.assert_close(freqs_ci.imag, angles.sin().float(), rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("name", ["pixtral", "qwen2_vl_vision", "llama4_vision"])
+def test_the_score_depends_on_the_2d_offset_only(name: str) -> None:
+    torch.manual_seed(2)
+    frequencies = axial_frequencies(name, 16, base=100.0)
+    q, k = torch.randn(16, dtype=torch.float64), torch.randn(16, dtype=torch.float64)
+
+    def score(query_at: tuple[int, int], key_at: tuple[int, int]) -> float:
+        positions = torch.tensor([query_at, key_at])
+        angles = axial_angles(positions, frequencies)
+        rotated = rotate(torch.stack([q, k]), angles.cos(), angles.sin(), frequencies.layout)
+        return float(rotated[0] @ rotated[1])
+
+    assert score((3, 5), (1, 2)) == pytest.approx(score((10, 9), (8, 6)), abs=1e-12)
+    assert score((3, 5), (1, 2)) != pytest.approx(score((3, 5), (2, 1)), abs=1e-6)
+
+
+# --- M-RoPE -----------------------------------------------------------------------------------
+
+
+def _qwen2_vl(sections: list[int]) -> object:
+    config = transformers.Qwen2VLConfig(
+        vision_config={"embed_dim": 32, "num_heads": 2, "depth": 1, "hidden_size": 32},
+        text_config={
+            "hidden_size": 64,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "num_hidden_layers": 1,
+            "intermediate_size": 64,
+            "vocab_size": 100,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": sections,
+            },
+        },
+    )
+    return transformers.Qwen2VLModel(config)
+
+
+def test_mrope_positions_equal_get_rope_index() -> None:
+    model = _qwen2_vl([4, 6, 6])
+    # text 3, an image of 4 x 6 patches (2 x 3 tokens), text 4, an image of 2 x 8 (1 x 4), text 2
+    kinds = [0] * 3 + [1] * 6 + [0] * 4 + [1] * 4 + [0] * 2
+    grids = [[1, 4, 6], [1, 2, 8]]
+    theirs, delta = model.get_rope_index(
+        torch.zeros(1, len(kinds), dtype=torch.long),
+        torch.tensor([kinds]),
+        image_grid_thw=torch.tensor(grids),
+    )
+    ours, our_delta = mrope_positions([bool(kind) for kind in kinds], grids, merge=2)
+    assert torch.equal(theirs[:, 0].T, ours)
+    assert our_delta == int(delta)
+
+
+def test_mrope_tables_equal_qwen2_vl_and_qwen3_vl() -> None:
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding
+
+    positions, _ = mrope_positions([False] * 2 + [True] * 6 + [False] * 3, [[1, 4, 6]])
+    qwen2 = Qwen2VLRotaryEmbedding(_qwen2_vl([4, 6, 6]).config.text_config)
+    qwen3_config = transformers.Qwen3VLConfig(
+        text_config={
+            "hidden_size": 64,
+            "num_attention_heads": 2,
+            "head_dim": 32,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 5000.0,
+                "mrope_section": [6, 5, 5],
+            },
+        }
+    ).text_config
+    qwen3 = Qwen3VLTextRotaryEmbedding(qwen3_config)
+    for module, name, sections, base in (
+        (qwen2, "mrope", [4, 6, 6], 10000.0),
+        (qwen3, "mrope_interleaved", [6, 5, 5], 5000.0),
+    ):
+        cos, sin = module(torch.zeros(1), positions.T.unsqueeze(1))
+        frequencies = axial_frequencies(name, 32, base=base, sections=sections)
+        ours = _tables(axial_angles(positions, frequencies), "half")
+        torch.testing.assert_close(cos[0], ours[0], rtol=0, atol=ATOL)
+        torch.testing.assert_close(sin[0], ours[1], rtol=0, atol=ATOL)
+
+
+def test_on_text_mrope_is_rope() -> None:
+    positions, delta = mrope_positions([False] * 9, [])
+    assert delta == 0
+    frequencies = axial_frequencies("mrope_interleaved", 128, base=10000.0)
+    from pe_lib.rope import rope_angles
+
+    torch.testing.assert_close(
+        axial_angles(positions, frequencies), rope_angles(torch.arange(9), 128)
+    )
+
+
+# --- relative biases --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize(("buckets", "distance"), [(32, 128), (16, 40), (64, 300)])
+def test_t5_buckets_equal_transformers(bidirectional: bool, buckets: int, distance: int) -> None:
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    relative = torch.arange(-1000, 1001)
+    theirs = T5Attention._relative_position_bucket(relative, bidirectional, buckets, distance)
+    ours = t5_relative_buckets(
+        relative, bidirectional=bidirectional, num_buckets=buckets, max_distance=distance
+    )
+    assert torch.equal(theirs, ours)
+
+
+def _starts(buckets: torch.Tensor, distances: torch.Tensor) -> list[int]:
+    """The distances at which a new bucket begins."""
+    return distances[1:][buckets[1:] != buckets[:-1]].tolist()
+
+
+def test_t5_bucket_starts() -> None:
+    distances = torch.arange(0, 300)
+    # The encoder's keys after the query (buckets 16 .. 31): T5's published boundaries.
+    assert _starts(t5_relative_buckets(distances), distances)[7:] == [8, 12, 16, 23, 32, 46, 64, 91]
+    # The decoder's 32 one-sided buckets: 16 exact, then 16 * 8 ** (k / 16) rounded up.
+    decoder = _starts(t5_relative_buckets(-distances, bidirectional=False), distances)
+    assert decoder[:15] == list(range(1, 16))
+    assert decoder[15:] == [16] + [math.ceil(16 * 8 ** (k / 16)) for k in range(1, 16)]
+
+
+def test_t5_first_layer_owns_the_table() -> None:
+    torch.manual_seed(3)
+    config = transformers.T5Config(
+        vocab_size=32,
+        d_model=16,
+        d_kv=4,
+        d_ff=16,
+        num_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=32,
+    )
+    model = transformers.T5Model(config).eval()
+    owners = [
+        block.layer[0].SelfAttention.has_relative_attention_bias for block in model.encoder.block
+    ]
+    assert owners == [True, False]
+    attention = model.encoder.block[0].layer[0].SelfAttention
+    bias = attention.compute_bias(7, 11)[0]  # (heads, q_len, k_len)
+    buckets = t5_relative_buckets(torch.arange(11)[None, :] - torch.arange(7)[:, None])
+    ours = attention.relative_attention_bias.weight[buckets].permute(2, 0, 1)
+    torch.testing.assert_close(bias, ours)
+
+
+def test_clipped_relative_positions() -> None:
+    index = clipped_relative_positions(4, 6, 2)
+    assert index.tolist()[0] == [2, 3, 4, 4, 4, 4]
+    assert index.tolist()[3] == [0, 0, 1, 2, 3, 4]
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda: axial_frequencies("pixtral", 30, base=100.0), ValueError, "head_dim"),
+        (lambda: axial_frequencies("rope2d", 32, base=100.0), ValueError, "name"),
+        (
+            lambda: axial_frequencies("mrope", 32, base=100.0, sections=(4, 4, 4)),
+            ValueError,
+            "sections",
+        ),
+        (
+            lambda: axial_frequencies("pixtral", 32, base=100.0, sections=(8, 4, 4)),
+            ValueError,
+            "sections",
+        ),
+        (
+            lambda: axial_angles(
+                torch.zeros(3, 3, dtype=torch.int64), axial_frequencies("pixtral", 8, base=9.0)
+            ),
+            TypeError,
+            "positions",
+        ),
+        (lambda: grid_positions(5, 4, merge=2), ValueError, "merge"),
+        (lambda: grid_positions(0, 4), ValueError, "rows"),
+        (lambda: mrope_positions([True] * 5, [[1, 4, 4]]), ValueError, "4 tokens"),
+        (lambda: mrope_positions([False, True], []), ValueError, "image_grids"),
+        (lambda: mrope_positions([False], [[1, 2, 2]]), ValueError, "image_grids"),
+        (lambda: resize_position_table(torch.zeros(10, 4), 3, 3), ValueError, "table"),
+        (
+            lambda: resize_position_table(torch.zeros(9, 4), 3, 3, method="nearest"),
+            ValueError,
+            "method",
+        ),
+        (lambda: t5_relative_buckets(torch.arange(4.0)), TypeError, "relative_position"),
+        (lambda: t5_relative_buckets(torch.arange(4), num_buckets=2), ValueError, "num_buckets"),
+        (lambda: clipped_relative_positions(3, 3, 0), ValueError, "max_distance"),
+    ],
+)
+def test_bad_input_names_the_argument(call: object, error: type[Exception], words: str) -> None:
+    with pytest.raises(error, match=words):
+        call()  # type: ignore[operator]
+
+
+def test_every_layout_is_in_the_registry() -> None:
+    assert set(AXIAL_LAYOUTS) == {
+        "pixtral",
+        "qwen2_vl_vision",
+        "llama4_vision",
+        "mrope",
+        "mrope_interleaved",
+    }

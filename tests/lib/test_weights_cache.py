@@ -84,6 +84,17 @@ def test_a_folder_of_the_users_files_survives_a_fetch(tmp_path: Path, builds, mo
     assert sorted(p.name for p in models.iterdir()) == ["notes.txt", "sub"]
 
 
+def test_make_weights_says_so_in_one_line(tmp_path: Path, builds, monkeypatch, capsys) -> None:
+    (tmp_path / "notes.txt").write_text("precious", encoding="utf-8")
+    monkeypatch.setenv(WEIGHTS_ENV, str(tmp_path))
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(ROOT / "tools" / "fetch_weights.py"), run_name="__main__")
+    assert done.value.code == 1
+    error = capsys.readouterr().err
+    assert error.startswith("fetch_weights: ") and error.count("\n") == 1 and "notes.txt" in error
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "precious"
+
+
 def test_a_users_file_inside_a_stale_cache_is_kept_and_named(tmp_path: Path, builds) -> None:
     target = tmp_path / "cache"
     fetch_weights(target)

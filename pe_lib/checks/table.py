@@ -786,9 +786,15 @@ def check_sinusoidal_table(
     try:
         values, dtype, value_eps = as_float64(table)
     except NotAnArray as error:
+        meta = isinstance(table, torch.Tensor) and table.device.type == "meta"
+        hint = (
+            "build it on a real device such as 'cpu'"
+            if meta
+            else "wrap a list with np.asarray(...)"
+        )
         raise TypeError(
             "table must be a numpy array or a torch tensor of a floating dtype (float16, "
-            f"bfloat16, float32, float64), got {error.english}; wrap a list with np.asarray(...)"
+            f"bfloat16, float32, float64) holding values, got {error.english}; {hint}"
         ) from None
     if values.dim() != 2:
         raise _SHAPE.fail(shape=tuple(values.shape), hint=_shape_hint(tuple(values.shape)))

@@ -521,6 +521,11 @@ def test_type_errors_name_the_table(table) -> None:
         check_sinusoidal_table(table)
 
 
+def test_a_meta_tensor_is_a_type_error_naming_the_table() -> None:
+    with pytest.raises(TypeError, match="^table must be .* meta device .*'cpu'"):
+        check_sinusoidal_table(torch.empty(4, 8, device="meta"))
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "words"),
     [

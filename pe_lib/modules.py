@@ -28,9 +28,12 @@ from ._validation import (
     check_base,
     check_dropout,
     check_features,
+    check_memory,
     check_nonnegative_int,
     check_position_span,
     check_positive_int,
+    check_table_size,
+    naming_allocation,
 )
 from .sinusoidal import DEFAULT_BASE, sinusoidal_table
 
@@ -257,7 +260,15 @@ class LearnedPositionalEncoding(nn.Module):
         self.d_model = check_positive_int("d_model", d_model)
         self.max_len = check_positive_int("max_len", max_len)
         self.dropout = nn.Dropout(p=check_dropout("dropout", dropout))
-        self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
+        check_table_size("max_len", self.max_len, "d_model", self.d_model)
+        entries, dtype = self.max_len * self.d_model, torch.get_default_dtype()
+        what = (
+            f"LearnedPositionalEncoding(d_model={self.d_model}, max_len={self.max_len}): "
+            f"{entries} {str(dtype).removeprefix('torch.')} parameters"
+        )
+        check_memory(what, entries * dtype.itemsize)
+        with naming_allocation(what, entries * dtype.itemsize):
+            self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
         std = self.INIT_STD
         nn.init.trunc_normal_(self.weight, std=std, a=-2 * std, b=2 * std)
 

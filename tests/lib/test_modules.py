@@ -348,5 +348,7 @@ def test_exports(build):
 def test_a_learned_table_no_memory_could_hold_is_refused_naming_its_size():
     with pytest.raises(ValueError, match=r"d_model=4194304, max_len=4294967296.*64.0 PiB"):
         LearnedPositionalEncoding(2**22, max_len=2**32)
-    with pytest.raises(ValueError, match=r"sinusoidal_table\(num_positions=4294967296.*float64 values.*128.0 PiB"):
+    with pytest.raises(
+        ValueError, match=r"sinusoidal_table\(num_positions=4294967296.*float64 values.*128.0 PiB"
+    ):
         SinusoidalPositionalEncoding(2**22, max_len=2**32)

@@ -36,6 +36,7 @@ __all__ = [
     "Terminated",
     "exclusive",
     "foreign_entries",
+    "has_leftovers",
     "lock_path",
     "remove_leftovers",
     "resolve_folder",
@@ -150,6 +151,11 @@ def exclusive(target: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
         finally:
             lock.truncate(0)
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def has_leftovers(target: Path) -> bool:
+    """Whether a scratch folder named as the program's lies beside ``target``."""
+    return target.parent.is_dir() and any(target.parent.glob(_scratch_prefix(target) + "*"))
 
 
 def remove_leftovers(target: Path) -> list[Path]:

@@ -53,6 +53,7 @@ from torch.nn import functional as F
 from ._cache_folder import (
     exclusive,
     foreign_entries,
+    has_leftovers,
     remove_leftovers,
     resolve_folder,
     scratch_folder,
@@ -229,7 +230,7 @@ def fetch_weights(directory: Path | str | None = None, *, quiet: bool = True) ->
         weights_dir() if directory is None else Path(directory).expanduser(), source
     )
     say = _silent if quiet else _print
-    if _damage(target) == []:
+    if _damage(target) == [] and not has_leftovers(target):
         return target  # current: no lock, no write
     _check_replaceable(target)
     with contextlib.ExitStack() as stack:

@@ -407,6 +407,20 @@ def test_a_killed_fetchs_scratch_folder_is_removed_by_the_next(tmp_path: Path, b
     assert _beside(target) == [".cache.pe-book-fetch-mine", "fetch_script.py", "pip.pid"]
 
 
+def test_a_current_cache_with_a_leftover_beside_it_is_cleaned_without_fetching(
+    tmp_path: Path, builds
+) -> None:
+    """A fetch killed between the swap and the clean-up leaves the old cache in its scratch."""
+    target = tmp_path / "cache"
+    fetch_weights(target)
+    left = tmp_path / ".cache.pe-book-fetch-999999"
+    (left / "old" / "minilm").mkdir(parents=True)
+    (left / ".pe-book-scratch").write_text("", encoding="utf-8")
+    (left / "old" / "minilm" / "model.safetensors").write_bytes(b"0" * 1000)
+    fetch_weights(target)
+    assert len(builds) == 1 and not left.exists() and _intact(target)
+
+
 @pytest.mark.skipif(os.name != "posix", reason="POSIX advisory locks")
 def test_a_second_fetch_waits_for_the_first_then_finds_the_cache_current(tmp_path: Path) -> None:
     target = tmp_path / "cache"

@@ -7,13 +7,15 @@ is allowed.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import numbers
 import os
 import reprlib
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -35,11 +37,14 @@ __all__ = [
     "check_indices",
     "check_int",
     "check_layout",
+    "check_memory",
     "check_nonnegative_int",
     "check_positive_int",
     "check_position_span",
     "check_shift",
     "check_table_size",
+    "memory_limit",
+    "naming_allocation",
     "renamed_keyword",
 ]
 
@@ -290,6 +295,67 @@ def check_table_size(rows_name: str, num_rows: int, columns_name: str, num_colum
             f"{rows_name} * {columns_name} must be at most 2**63 - 1 elements (the most a torch "
             f"tensor holds), got {rows_name}={num_rows} and {columns_name}={num_columns}"
         )
+
+
+@functools.cache
+def memory_limit() -> int | None:
+    """The most bytes this process could ever allocate: the machine's physical memory, or a
+    container's smaller limit (cgroup v2 ``memory.max`` or v1 ``memory.limit_in_bytes``);
+    ``None`` where neither can be read. Read once per process."""
+    known = []
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        known.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(ValueError, OSError):
+            with open(path, encoding="ascii") as stream:
+                known.append(int(stream.read().strip()))  # "max" (no limit) raises ValueError
+    positive = [n for n in known if n > 0]
+    return min(positive) if positive else None
+
+
+def format_bytes(count: int) -> str:
+    """``count`` bytes in the largest binary unit below it, e.g. ``"1.5 GiB"``."""
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
+    size, unit = float(count), 0
+    while size >= 1024 and unit < len(units) - 1:
+        size, unit = size / 1024, unit + 1
+    return f"{count} bytes" if unit == 0 else f"{size:.1f} {units[unit]}"
+
+
+def check_memory(what: str, nbytes: int) -> None:
+    """Refuse up front a computation that needs more memory than this process could ever have
+    (:func:`memory_limit`), before the operating system kills it or torch's allocator fails.
+
+    ``what`` names the sizes and what is made of them, e.g. ``"num_positions=2147483648 rows
+    of d_model=2147483648 float32 values"``; ``nbytes`` is the peak the computation needs.
+    """
+    limit = memory_limit()
+    if limit is not None and nbytes > limit:
+        raise ValueError(
+            f"{what} would need {format_bytes(nbytes)} of memory, more than this machine has "
+            f"({format_bytes(limit)}); ask for fewer positions or a smaller size"
+        )
+
+
+@contextlib.contextmanager
+def naming_allocation(what: str, nbytes: int) -> Iterator[None]:
+    """Within the block, an allocation that fails (torch's allocator, a device out of memory)
+    is raised again as a ``MemoryError`` naming ``what`` and the ``nbytes`` it needs (see
+    :func:`check_memory`), rather than as the allocator's own message alone."""
+    try:
+        yield
+    except (RuntimeError, MemoryError) as error:
+        message = str(error).lower()
+        failed = isinstance(error, (MemoryError, torch.OutOfMemoryError)) or (
+            "alloc" in message or "storage size calculation overflowed" in message
+        )
+        if not failed:
+            raise
+        raise MemoryError(
+            f"{what} needs {format_bytes(nbytes)} of memory, which could not be allocated "
+            f"here; ask for fewer positions or a smaller size ({type(error).__name__}: "
+            f"{str(error).strip().splitlines()[0] if str(error).strip() else ''})"
+        ) from None
 
 
 def check_features(name: str, x: object, d_model: int, ndim: int = 3) -> torch.Tensor:

@@ -22,8 +22,10 @@ from ._validation import (
     check_bool,
     check_device,
     check_floating_dtype,
+    check_memory,
     check_positive_int,
     check_table_size,
+    naming_allocation,
 )
 
 __all__ = ["alibi_bias", "alibi_slopes"]
@@ -117,14 +119,24 @@ def alibi_bias(
     dtype = check_floating_dtype("dtype", dtype)
     device = check_device("device", device)
     check_table_size("num_heads * q_len", num_heads * q_len, "k_len", k_len)
+    # float64 distances and bias (with the causal mask), then the bias in ``dtype``
+    entries = num_heads * q_len * k_len
+    nbytes = q_len * k_len * (8 + 1) + entries * 8
+    if dtype != torch.float64 or device is not None:
+        nbytes += entries * dtype.itemsize
+    what = (
+        f"alibi_bias(num_heads={num_heads}, q_len={q_len}, k_len={k_len}): {entries} "
+        f"{str(dtype).removeprefix('torch.')} entries"
+    )
+    check_memory(what, nbytes)
 
-    query_positions = torch.arange(k_len - q_len, k_len, dtype=torch.float64)  # (q_len,)
-    key_positions = torch.arange(k_len, dtype=torch.float64)  # (k_len,)
-    distance = query_positions[:, None] - key_positions[None, :]  # (q_len, k_len), p - j
-    slopes = alibi_slopes(num_heads)[:, None, None]  # (num_heads, 1, 1)
-    if causal:
-        # 0.0 - (...) rather than -(...): the diagonal is +0.0, not -0.0.
-        bias = (0.0 - slopes * distance).masked_fill(distance < 0, float("-inf"))
-    else:
-        bias = 0.0 - slopes * distance.abs()
-    return bias.to(dtype=dtype, device=device)
+    with naming_allocation(what, nbytes):
+        query_positions = torch.arange(k_len - q_len, k_len, dtype=torch.float64)  # (q_len,)
+        key_positions = torch.arange(k_len, dtype=torch.float64)  # (k_len,)
+        distance = query_positions[:, None] - key_positions[None, :]  # (q_len, k_len), p - j
+        slopes = alibi_slopes(num_heads)[:, None, None]  # (num_heads, 1, 1)
+        # -s (p - j), in place; adding 0.0 turns the diagonal's -0.0 into +0.0.
+        bias = (slopes * (distance if causal else distance.abs())).neg_().add_(0.0)
+        if causal:
+            bias.masked_fill_(distance < 0, float("-inf"))
+        return bias.to(dtype=dtype, device=device)

@@ -28,9 +28,12 @@ from ._validation import (
     check_base,
     check_dropout,
     check_features,
+    check_memory,
     check_nonnegative_int,
     check_position_span,
     check_positive_int,
+    check_table_size,
+    naming_allocation,
 )
 from .sinusoidal import DEFAULT_BASE, sinusoidal_table
 
@@ -82,7 +85,9 @@ class SinusoidalPositionalEncoding(nn.Module):
         output: the same.
 
     A ``state_dict`` saved by the classic tutorial module, which stores the table under the
-    key ``pe``, loads with ``strict=True``: the stored table is checked for shape and ignored.
+    key ``pe``, loads with ``strict=True``: the stored table is checked for shape, one of
+    ``(max_len, d_model)``, ``(1, max_len, d_model)`` (a leading batch axis) or ``(max_len, 1,
+    d_model)`` (the PyTorch tutorial's), any ``max_len``, and ignored.
 
     Compilation: see :mod:`pe_lib.modules`. A traced module reads the cached table only, so its
     trace holds for ``offset + seq_len <= max_len``.
@@ -175,23 +180,29 @@ class SinusoidalPositionalEncoding(nn.Module):
         error_msgs: list[str],
     ) -> None:
         stored = state_dict.pop(prefix + "pe", None)  # type: ignore[attr-defined]
-        if stored is not None and (
-            not isinstance(stored, torch.Tensor)
-            or stored.dim() != 2
-            or stored.shape[-1] != self.d_model
-        ):
+        if stored is not None and not _is_stored_table(stored, self.d_model):
             got = (
                 f"shape {tuple(stored.shape)}"
                 if isinstance(stored, torch.Tensor)
                 else f"{type(stored).__name__}"
             )
             raise ValueError(
-                f"state_dict[{prefix + 'pe'!r}] must be a table of shape (max_len, d_model) with "
-                f"d_model={self.d_model}, got {got}"
+                f"state_dict[{prefix + 'pe'!r}] must be a table of shape (max_len, d_model), "
+                f"(1, max_len, d_model) or (max_len, 1, d_model) with d_model={self.d_model} "
+                f"(any max_len: it is checked and ignored), got {got}"
             )
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
+
+
+def _is_stored_table(stored: object, d_model: int) -> bool:
+    """Whether ``stored`` is a position table as the tutorials keep it: ``(max_len, d_model)``,
+    ``(1, max_len, d_model)`` (a leading batch axis) or ``(max_len, 1, d_model)`` (the PyTorch
+    tutorial's, sequence first)."""
+    if not isinstance(stored, torch.Tensor) or stored.shape[-1:] != (d_model,):
+        return False
+    return stored.dim() == 2 or (stored.dim() == 3 and 1 in stored.shape[:2])
 
 
 class PositionalEncoding(SinusoidalPositionalEncoding):
@@ -249,7 +260,15 @@ class LearnedPositionalEncoding(nn.Module):
         self.d_model = check_positive_int("d_model", d_model)
         self.max_len = check_positive_int("max_len", max_len)
         self.dropout = nn.Dropout(p=check_dropout("dropout", dropout))
-        self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
+        check_table_size("max_len", self.max_len, "d_model", self.d_model)
+        entries, dtype = self.max_len * self.d_model, torch.get_default_dtype()
+        what = (
+            f"LearnedPositionalEncoding(d_model={self.d_model}, max_len={self.max_len}): "
+            f"{entries} {str(dtype).removeprefix('torch.')} parameters"
+        )
+        check_memory(what, entries * dtype.itemsize)
+        with naming_allocation(what, entries * dtype.itemsize):
+            self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
         std = self.INIT_STD
         nn.init.trunc_normal_(self.weight, std=std, a=-2 * std, b=2 * std)
 

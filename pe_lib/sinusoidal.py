@@ -28,10 +28,12 @@ from ._validation import (
     check_device,
     check_floating_dtype,
     check_layout,
+    check_memory,
     check_nonnegative_int,
     check_position_span,
     check_positive_int,
     check_table_size,
+    naming_allocation,
     renamed_keyword,
 )
 
@@ -137,21 +139,30 @@ def sinusoidal_table(
     dtype = check_floating_dtype("dtype", dtype)
     device = check_device("device", device)
     check_table_size("num_positions", num_positions, "d_model", d_model)
+    # the table, and per chunk its float64 angles with their sines or cosines
+    nbytes = num_positions * d_model * dtype.itemsize
+    nbytes += min(num_positions, _CHUNK_POSITIONS) * (d_model + 1) * 8 * 2
+    what = (
+        f"sinusoidal_table(num_positions={num_positions}, d_model={d_model}): "
+        f"{num_positions * d_model} {str(dtype).removeprefix('torch.')} values"
+    )
+    check_memory(what, nbytes)
 
-    omega = angular_frequencies(d_model, base)  # (ceil(d/2),) float64
-    num_sin, num_cos = omega.numel(), d_model // 2
-    if layout == "interleaved":
-        sin_columns, cos_columns = slice(0, None, 2), slice(1, None, 2)
-    else:
-        sin_columns, cos_columns = slice(0, num_sin), slice(num_sin, None)
+    with naming_allocation(what, nbytes):
+        omega = angular_frequencies(d_model, base)  # (ceil(d/2),) float64
+        num_sin, num_cos = omega.numel(), d_model // 2
+        if layout == "interleaved":
+            sin_columns, cos_columns = slice(0, None, 2), slice(1, None, 2)
+        else:
+            sin_columns, cos_columns = slice(0, num_sin), slice(num_sin, None)
 
-    table = torch.empty(num_positions, d_model, dtype=dtype)
-    for first in range(0, num_positions, _CHUNK_POSITIONS):
-        rows = slice(first, min(first + _CHUNK_POSITIONS, num_positions))
-        positions = torch.arange(
-            first_position + rows.start, first_position + rows.stop, dtype=torch.float64
-        )
-        angles = positions[:, None] * omega[None, :]  # (chunk, ceil(d/2)) float64
-        table[rows, sin_columns] = torch.sin(angles).to(dtype)
-        table[rows, cos_columns] = torch.cos(angles[:, :num_cos]).to(dtype)
-    return table.to(device) if device is not None else table
+        table = torch.empty(num_positions, d_model, dtype=dtype)
+        for first in range(0, num_positions, _CHUNK_POSITIONS):
+            rows = slice(first, min(first + _CHUNK_POSITIONS, num_positions))
+            positions = torch.arange(
+                first_position + rows.start, first_position + rows.stop, dtype=torch.float64
+            )
+            angles = positions[:, None] * omega[None, :]  # (chunk, ceil(d/2)) float64
+            table[rows, sin_columns] = torch.sin(angles).to(dtype)
+            table[rows, cos_columns] = torch.cos(angles[:, :num_cos]).to(dtype)
+        return table.to(device) if device is not None else table

@@ -372,10 +372,16 @@ def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, 
         ``(values, dtype name, eps)``, ``eps`` at least float64's.
 
     Raises:
-        NotAnArray: not a numpy array or torch tensor, or not of a real (floating, or with
-            ``integers`` integer) dtype; the message says what it is.
+        NotAnArray: not a numpy array or torch tensor, a tensor on the meta device (it holds
+            no values), or not of a real (floating, or with ``integers`` integer) dtype; the
+            message says what it is.
     """
     if isinstance(value, torch.Tensor):
+        if value.device.type == "meta":
+            raise NotAnArray(
+                f"a {dtype_name(value.dtype)} tensor on the meta device (a shape without values)",
+                f"meta 장치의 {dtype_name(value.dtype)} 텐서(값이 없는 모양뿐인 텐서)",
+            )
         if value.is_floating_point():
             eps = float(torch.finfo(value.dtype).eps)
         elif integers and not value.is_complex() and value.dtype != torch.bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -123,6 +123,29 @@ _TRAINABLE = MISTAKES.declare(
     ko=(
         "모듈에 모양이 {shape}인 학습 가능한 {kind} {name!r}이(가) 있다: optimizer가 이것을 바꾸겠지만, 사인·코사인 인코딩은 고정되어 있어 학습할 것이 없다.",
         "테이블을 requires_grad 없이 계산해 self.register_buffer('pe', pe)로 저장하라(nn.Parameter가 아니다).",
+    ),
+)
+_TRAINABLE_PARAMETER = MISTAKES.declare(
+    "trainable_parameter",
+    "The module adds the right table, but it has a trainable {kind} {name!r} of shape "
+    "{shape}: an optimizer would change it, and with it what the module computes, while the "
+    "sinusoidal encoding is fixed.",
+    "leave out what has nothing to learn here, or freeze it with requires_grad_(False).",
+    ko=(
+        "모듈이 올바른 테이블을 더하지만, 모양이 {shape}인 학습 가능한 {kind} {name!r}이(가) 있다: optimizer가 이것을 바꾸면 모듈이 계산하는 값도 바뀌는데, 사인·코사인 인코딩은 고정되어 있다.",
+        "여기서 학습할 것이 없는 것은 빼거나, requires_grad_(False)로 고정하라.",
+    ),
+)
+_NORMALISED = MISTAKES.declare(
+    "normalised",
+    "In eval mode module(x) is {norm}(x + PE): the sum is normalised by the submodule "
+    "{name!r} ({cls}) after the table is added. The positional encoding itself is "
+    "dropout(x + PE); a model may normalise the sum afterwards (BERT's embedding layer does), "
+    "but in its own layer, not in the encoding.",
+    "return self.dropout(x + PE[:seq_len]) and apply {name!r} in the layer that uses the encoding.",
+    ko=(
+        "eval 모드에서 module(x)가 {norm}(x + PE)이다: 테이블을 더한 다음 하위 모듈 {name!r}({cls})이(가) 합을 정규화한다. 위치 인코딩 자체는 dropout(x + PE)이다. 모델이 그 합을 나중에 정규화할 수는 있지만(BERT의 임베딩 층이 그렇다), 인코딩 안이 아니라 별도의 층에서 한다.",
+        "self.dropout(x + PE[:seq_len])을 반환하고, {name!r}은(는) 인코딩을 쓰는 층에서 적용하라.",
     ),
 )
 _NOT_BUFFER = MISTAKES.declare(
@@ -333,10 +356,10 @@ _BEYOND_WRONG = MISTAKES.declare(
 _DTYPE = MISTAKES.declare(
     "dtype",
     "For x of dtype {dtype}, module(x) returned {result}: the output should keep the input's "
-    "dtype (type promotion with a float32 table changes it).",
+    "dtype ({cause}).",
     "cast the table to x's dtype when adding it: x + self.pe[:seq_len].to(x.dtype).",
     ko=(
-        "dtype이 {dtype}인 x에 대해 module(x)가 {result}을(를) 반환했다: 출력은 입력의 dtype을 유지해야 한다(float32 테이블과의 타입 승격이 dtype을 바꾼다).",
+        "dtype이 {dtype}인 x에 대해 module(x)가 {result}을(를) 반환했다: 출력은 입력의 dtype을 유지해야 한다({cause}).",
         "더할 때 테이블을 x의 dtype으로 바꿔라: x + self.pe[:seq_len].to(x.dtype).",
     ),
 )
@@ -395,8 +418,8 @@ def check_positional_encoding_module(
        ``"in_place"`` (the caller's ``x`` was modified), on a batch of 2 and 12 positions
        (fewer if the module was built for fewer);
     2. ``"dropout_in_eval"``: two calls in eval mode differ;
-    3. ``"trainable_table"``: a parameter (or a buffer) requires grad; a fixed encoding has
-       nothing to learn;
+    3. ``"trainable_table"``: a parameter (or a buffer) shaped as a table (at least 2-D, its
+       last axis ``d_model``) requires grad; a fixed encoding has nothing to learn;
     4. ``"not_buffer"``: the table is a plain tensor attribute, which ``module.to(device)``
        would not move;
     5. in eval mode ``module(x)`` must equal ``x + PE``: ``"table_not_added"`` (the output is
@@ -406,7 +429,9 @@ def check_positional_encoding_module(
        added everywhere, as when a ``(max_len, 1, d_model)`` buffer is sliced on its size-1
        axis), ``"wrong_table"`` (a table is added but not the sinusoidal one; the message
        includes :func:`check_sinusoidal_table`'s diagnosis of it, chained as
-       ``__cause__``);
+       ``__cause__``), ``"normalised"`` (the sum passed through a normalisation submodule,
+       such as ``nn.LayerNorm``); then ``"trainable_parameter"``: the output is right, but
+       another parameter (a norm's weight, a scale) requires grad;
     6. the length the module was built for, ``max_len``, is probed in full, ``seq_len ==
        max_len`` included: ``"short_table"`` (it raises or misshapes there) and
        ``"wrong_rows"`` (rows from some position on are wrong, zeros for instance).
@@ -427,8 +452,10 @@ def check_positional_encoding_module(
        values or a wrong shape there always fail. Refusing the length (raising) is a
        :class:`Note` by default, and fails with ``strict=True``: the formula holds for
        every position, so a fixed encoding can compute the rows it lacks;
-    9. ``"dtype"``: float64 and bfloat16 inputs should give outputs of the same dtype: a
-       :class:`Note` by default, a failure with ``strict=True``.
+    9. ``"dtype"``: float32, float64 and bfloat16 inputs should give outputs of the same
+       dtype (a float64 table added without a cast turns float32 into float64): a
+       :class:`Note` by default, a failure with ``strict=True``; the message names the
+       module's table of the output's dtype when it holds one.
 
     So the article's ``PositionalEncoding`` (a float32 table of ``max_len`` rows sliced with
     ``pe[:seq_len]``, which raises beyond ``max_len`` and returns float32 for a bfloat16
@@ -613,6 +640,18 @@ def _allowed(x: torch.Tensor, angles: torch.Tensor, base: float) -> torch.Tensor
     return EPS32 * 8.0 * (1.0 + x.abs()) + angle_term
 
 
+#: Submodules that normalise what they are given (``"normalised"``).
+_NORMALISATIONS: tuple[type[nn.Module], ...] = tuple(
+    getattr(nn, name) for name in ("LayerNorm", "RMSNorm", "GroupNorm") if hasattr(nn, name)
+)
+
+
+def _kind(tensor: torch.Tensor) -> str:
+    return (
+        say("parameter", "파라미터") if isinstance(tensor, nn.Parameter) else say("buffer", "버퍼")
+    )
+
+
 class _Probe:
     """The checks of one module, in order; :meth:`run` returns the notes."""
 
@@ -669,6 +708,10 @@ class _Probe:
             raise _DROPOUT_IN_EVAL.fail()
         self.check_registered()
         self.check_addition(x, out)
+        for name, tensor, _ in self.trainable():  # the output is right, for now
+            raise _TRAINABLE_PARAMETER.fail(
+                kind=_kind(tensor), name=name, shape=tuple(tensor.shape)
+            )
         if prepared is not None and prepared > seq_len:
             self.check_length(min(prepared, _PROBE_ENTRIES // self.d_model), _WITHIN)
         p = _find_dropout_p(self.module)
@@ -687,14 +730,17 @@ class _Probe:
         self.check_dtypes(x)
         return tuple(self.notes)
 
-    def check_registered(self) -> None:
+    def trainable(self) -> Iterator[tuple[str, torch.Tensor, bool]]:
+        """Each tensor of the module that requires grad, and whether it is shaped as a table
+        (at least 2-D, its last axis ``d_model``)."""
         for name, tensor in [*self.module.named_parameters(), *self.module.named_buffers()]:
             if tensor.requires_grad:
-                if isinstance(tensor, nn.Parameter):
-                    kind = say("parameter", "파라미터")
-                else:
-                    kind = say("buffer", "버퍼")
-                raise _TRAINABLE.fail(kind=kind, name=name, shape=tuple(tensor.shape))
+                yield name, tensor, tensor.dim() >= 2 and tensor.shape[-1] == self.d_model
+
+    def check_registered(self) -> None:
+        for name, tensor, table_shaped in self.trainable():
+            if table_shaped:
+                raise _TRAINABLE.fail(kind=_kind(tensor), name=name, shape=tuple(tensor.shape))
         for name, value in vars(self.module).items():
             if (
                 isinstance(value, torch.Tensor)
@@ -737,6 +783,7 @@ class _Probe:
                     )
                 raise _SCALED.fail(scale=f"{scale:.4g}", note=note)
         if not close(out64 - x64, out0):
+            self.check_normalised(x, out64, table, close)
             raise _DEPENDS_ON_X.fail()
         by_batch, _ = self.reference(x.shape[0])
         if close(out0, by_batch[:, None, :].expand_as(x64)):
@@ -750,6 +797,25 @@ class _Probe:
         except CheckFailed as inner:
             raise _WRONG_TABLE.fail(inner=inner.mistake, message=inner.message) from inner
         raise _NEARLY.fail()
+
+    def check_normalised(
+        self,
+        x: torch.Tensor,
+        out64: torch.Tensor,
+        table: torch.Tensor,
+        close: Callable[[torch.Tensor, torch.Tensor], bool],
+    ) -> None:
+        """Raise ``"normalised"`` when ``module(x)`` is one of its normalisation submodules
+        applied to ``x + PE`` (run as the module holds it, weights and all)."""
+        total = (x.double().cpu() + table).to(dtype=x.dtype, device=x.device)
+        for name, sub in self.module.named_modules():
+            if not isinstance(sub, _NORMALISATIONS):
+                continue
+            with torch.no_grad():
+                normalised = sub(total.clone())
+            if normalised.shape == out64.shape and close(out64, normalised.double().cpu()):
+                cls = type(sub).__name__
+                raise _NORMALISED.fail(norm=cls, name=name, cls=cls)
 
     def check_length(self, seq_len: int, mistakes: _LengthMistakes) -> None:
         """``module(zeros)`` of ``seq_len`` positions must be the table (see steps 6 and 8)."""
@@ -810,8 +876,23 @@ class _Probe:
         ):
             raise _DROPOUT_NOT_ON_SUM.fail(p=f"{p:g}")
 
+    def dtype_cause(self, result: torch.dtype) -> str:
+        """Why the output became ``result``: the module's table of that dtype, if it holds one."""
+        name = dtype_name(result)
+        for table_name, table in _tables(self.module, self.d_model):
+            if table.dtype == result:
+                return say(
+                    f"adding the module's {name} table {table_name!r} promotes the sum to {name}",
+                    f"모듈의 {name} 테이블 {table_name!r}을(를) 더하면 합이 {name}(으)로 승격된다",
+                )
+        return say(
+            f"a {name} tensor added without a cast, such as a table computed in {name}, "
+            f"promotes the sum to {name}",
+            f"변환 없이 더한 {name} 텐서(예: {name}로 계산한 테이블)가 합을 {name}(으)로 승격한다",
+        )
+
     def check_dtypes(self, x: torch.Tensor) -> None:
-        for dtype in (torch.float64, torch.bfloat16):
+        for dtype in (torch.float32, torch.float64, torch.bfloat16):
             name = dtype_name(dtype)
             try:
                 result = self.call(x.to(dtype), say(f"{name} input", f"{name} 입력"))
@@ -823,6 +904,11 @@ class _Probe:
                 self.notes.append(_DTYPE_RAISED.note(dtype=name, **error))
                 continue
             if result.dtype != dtype:
+                fields = {
+                    "dtype": name,
+                    "result": dtype_name(result.dtype),
+                    "cause": self.dtype_cause(result.dtype),
+                }
                 if self.strict:
-                    raise _DTYPE.fail(dtype=name, result=dtype_name(result.dtype))
-                self.notes.append(_DTYPE.note(dtype=name, result=dtype_name(result.dtype)))
+                    raise _DTYPE.fail(**fields)
+                self.notes.append(_DTYPE.note(**fields))

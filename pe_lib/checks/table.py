@@ -313,43 +313,26 @@ _BASE = MISTAKES.declare(
         "omega_i = {base} ** (-2i / d_model)를 써라(base={base}).",
     ),
 )
-# Parts of a diagnosis read from the fitted phases: "In your table <part>; <part>."
-_FITTED_DEGREES = MISTAKES.declare(
-    "degrees",
-    "the angles were treated as degrees",
-    _FIX_DEGREES,
-    ko=("각도를 도(degree)로 다뤘다", _FIX_DEGREES_KO),
-)
-_FITTED_SCALE = MISTAKES.declare(
+_SCALED = MISTAKES.declare(
     "angle_scale",
-    "the angles are scaled by {scale}",
+    "The angles are scaled by {scale}: the table is sin({scale} * pos * omega_i).",
     "the angle is pos * omega_i, without an extra factor.",
-    ko=("각도가 {scale}배 되어 있다", "각도는 추가 인수 없이 pos * omega_i이다."),
+    ko=(
+        "각도가 {scale}배 되어 있다: 테이블이 sin({scale} * pos * omega_i)이다.",
+        "각도는 추가 인수 없이 pos * omega_i이다.",
+    ),
 )
-_FITTED_EXPONENT = MISTAKES.declare(
+_FAIRSEQ_SPACING = MISTAKES.declare(
     "exponent",
-    "the frequencies fall off as base ** ({ratio} * 2i / d_model): the exponent is off by a "
-    "factor of 2",
+    "The frequencies are spaced as base ** (-i / (d_model/2 - 1)), i = 0 .. d_model/2 - 1, "
+    "the spacing of fairseq's and tensor2tensor's tables (which also concatenate sines and "
+    "cosines): the last pair gets exactly 1/base, where the paper's base ** (-2i / d_model) "
+    "stops one step short of it.",
     _FIX_EXPONENT,
     ko=(
-        "주파수가 base ** ({ratio} * 2i / d_model)로 줄어든다: 지수가 2배만큼 어긋나 있다",
+        "주파수 간격이 base ** (-i / (d_model/2 - 1)), i = 0 .. d_model/2 - 1이다. fairseq와 tensor2tensor 테이블의 간격이다(이 둘은 사인과 코사인을 이어 붙이기도 한다): 마지막 쌍이 정확히 1/base가 되는데, 논문의 base ** (-2i / d_model)는 그보다 한 단계 앞에서 멈춘다.",
         _FIX_EXPONENT_KO,
     ),
-)
-_FITTED_BASE = MISTAKES.declare(
-    "base",
-    "the frequencies fit base = {used} instead of the base {base} asked for",
-    "use omega_i = {base} ** (-2i / d_model).",
-    ko=(
-        "주파수가 요청한 base {base}가 아니라 base = {used}에 맞는다",
-        "omega_i = {base} ** (-2i / d_model)를 써라.",
-    ),
-)
-_FITTED_OFFSET = MISTAKES.declare(
-    "position_offset",
-    "every position is off by {shift}",
-    "{how}",
-    ko=("모든 위치가 {shift}만큼 어긋나 있다", "{how}"),
 )
 _PRECISION = MISTAKES.declare(
     "precision",
@@ -381,6 +364,13 @@ _SAMPLE_ROWS = 256
 _HALF_NOTE = (
     "The values also carry half-precision-sized errors.",
     "값에는 반정밀도 크기의 오차도 섞여 있다.",
+)
+#: For a diagnosis read from the table's phases that matches it only loosely.
+_ESTIMATE_NOTE = (
+    "These numbers are estimated from the table's phases and match it only to about three "
+    "digits: the rule that built it may differ in its details.",
+    "이 수들은 테이블의 위상에서 추정한 값이라 세 자리 정도까지만 맞는다: 테이블을 만든 규칙은 "
+    "세부에서 다를 수 있다.",
 )
 
 
@@ -493,6 +483,9 @@ def _candidates(d_model: int, base: float, offset: int, offset_name: str) -> Ite
     for mistake, factor, index, shift in _EXPONENTS:
         counted = column if index else pair
         yield _Candidate(mistake, {}, _interleaved(torch.pow(base, factor * (counted + shift) / d)))
+    if d % 2 == 0 and d >= 4:
+        # fairseq's and tensor2tensor's spacing, interleaved
+        yield _Candidate(_FAIRSEQ_SPACING, {}, _interleaved(torch.pow(base, -pair / (d // 2 - 1))))
     yield _Candidate(_RADIANS, {}, _correct(d, base, scale=math.pi / 180.0))
     yield _Candidate(_DEGREES, {}, _correct(d, base, scale=180.0 / math.pi))
     yield _Candidate(_TWO_PI, {}, _correct(d, base, scale=2.0 * math.pi))
@@ -509,16 +502,24 @@ def _candidates(d_model: int, base: float, offset: int, offset_name: str) -> Ite
 
 
 def _base_candidate(d_model: int, base: float, used: float) -> _Candidate:
+    return _Candidate(_BASE, _base_fields(base, used), _correct(d_model, used))
+
+
+def _base_fields(base: float, used: float, *, estimated: bool = False) -> dict[str, object]:
     ratio = math.log(used) / math.log(base)
     note = ""
-    if abs(ratio - 2.0) < 1e-9 or abs(ratio - 0.5) < 1e-9:
+    if estimated:
+        note = say(
+            " That base is estimated from the table's frequencies.",
+            " 이 base는 테이블의 주파수에서 추정한 값이다.",
+        )
+    elif abs(ratio - 2.0) < 1e-9 or abs(ratio - 0.5) < 1e-9:
         note = say(
             f" (The same numbers come from base {fmt_base(base)} with the exponent off by a "
             "factor of 2; check both.)",
             f" (base {fmt_base(base)}에 지수가 2배 어긋나도 같은 수가 나온다. 둘 다 확인하라.)",
         )
-    fields: dict[str, object] = {"used": fmt_base(used), "base": fmt_base(base), "note": note}
-    return _Candidate(_BASE, fields, _correct(d_model, used))
+    return {"used": fmt_base(used), "base": fmt_base(base), "note": note}
 
 
 def _fmt_shift(shift: float) -> str:
@@ -658,26 +659,26 @@ def _first_position(phase: torch.Tensor, omega: torch.Tensor) -> float:
 def _fit_candidate(
     fit: _Fit, d_model: int, base: float, offset: int, offset_name: str
 ) -> _Candidate | None:
-    """The mistakes a fitted (scale, base, offset) stands for, as one candidate; None if right."""
+    """The mistakes a fitted (scale, base, offset) stands for, as one candidate whose message
+    is theirs, one after the other; None if the fit is the right table."""
     found: list[tuple[Mistake, dict[str, object]]] = []
     if fit.scale != 1.0:
-        if fit.scale in (math.pi / 180.0, 180.0 / math.pi):
-            found.append((_FITTED_DEGREES, {}))
-        else:
-            found.append((_FITTED_SCALE, {"scale": f"{fit.scale:.6g}"}))
+        named = {math.pi / 180.0: _RADIANS, 180.0 / math.pi: _DEGREES, 2.0 * math.pi: _TWO_PI}
+        scale = named.get(fit.scale)
+        found.append((scale, {}) if scale else (_SCALED, {"scale": f"{fit.scale:.6g}"}))
     if fit.base != base:
         ratio = math.log(fit.base) / math.log(base)
-        if abs(ratio - 0.5) < 1e-3 or abs(ratio - 2.0) < 1e-3:
-            found.append((_FITTED_EXPONENT, {"ratio": f"{ratio:g}"}))
+        if abs(ratio - 0.5) < 1e-3:
+            found.append((_EXPONENTS[0][0], {}))  # base ** (-i / d): the factor 2 missing
+        elif abs(ratio - 2.0) < 1e-3:
+            found.append((_EXPONENTS[3][0], {}))  # base ** (-4i / d): base squared
         else:
-            found.append((_FITTED_BASE, {"used": fmt_base(fit.base), "base": fmt_base(base)}))
+            found.append((_BASE, _base_fields(base, fit.base, estimated=True)))
     if fit.offset != 0.0:
-        how = _offset_how(offset, offset_name)
-        found.append((_FITTED_OFFSET, {"shift": _fmt_shift(fit.offset), "how": how}))
+        found.append((_OFFSET, _offset_fields(offset, offset_name, fit.offset)))
     if not found:
         return None
-    parts = [m.texts()[0].format(**f) for m, f in found]
-    what = say("In your table " + "; ".join(parts) + ".", "테이블에서 " + "; ".join(parts) + ".")
+    what = " ".join(m.texts()[0].format(**f) for m, f in found)
     hows = [m.texts()[1].format(**f) for m, f in found]
     how = " ".join([hows[0], *(h[0].upper() + h[1:] for h in hows[1:])])
     combined = Mistake(found[0][0].code, "{what}", "{how}", ko=("{what}", "{how}"))
@@ -743,7 +744,8 @@ def check_sinusoidal_table(
     * ``"position_offset"``: positions counted from 1, ``offset`` ignored, or off by any
       other constant (estimated from the phases);
     * ``"base"``: another base; common ones are tried, and otherwise the base is estimated
-      from the frequencies and reported;
+      from the frequencies and reported as an estimate (with an offset or an angle scale
+      read from the phases too, each named in one message);
     * ``"precision"``: the right formula, every sine/cosine pair on the unit circle, with
       errors too large for the table's dtype but within the same bound computed with
       bfloat16 values and angles (e.g. a float32 table whose angles were formed in float16
@@ -757,7 +759,8 @@ def check_sinusoidal_table(
     *is* the formula. Recognised as ``"exponent"``: ``base ** (i / d)`` (the factor 2
     missing); ``base ** (j / d)`` per column, so each cosine gets ``(2i+1)/d``;
     ``base ** (2j / d)`` per column; ``base ** (2j / d)`` with ``j = 2i`` for both columns;
-    ``pos * base ** (2i / d)`` (the sign); and ``i`` counted from 1. When the paper's base
+    ``pos * base ** (2i / d)`` (the sign); ``i`` counted from 1; and fairseq's and
+    tensor2tensor's spacing ``base ** (-i / (d/2 - 1))`` in the interleaved layout. When the paper's base
     10000 is used where another ``base`` was asked for, ``"base"`` is preferred, since
     ``10000 ** (2i/d)`` also equals ``100 ** (4i/d)``.
 
@@ -786,9 +789,15 @@ def check_sinusoidal_table(
     try:
         values, dtype, value_eps = as_float64(table)
     except NotAnArray as error:
+        meta = isinstance(table, torch.Tensor) and table.device.type == "meta"
+        hint = (
+            "build it on a real device such as 'cpu'"
+            if meta
+            else "wrap a list with np.asarray(...)"
+        )
         raise TypeError(
             "table must be a numpy array or a torch tensor of a floating dtype (float16, "
-            f"bfloat16, float32, float64), got {error.english}; wrap a list with np.asarray(...)"
+            f"bfloat16, float32, float64) holding values, got {error.english}; {hint}"
         ) from None
     if values.dim() != 2:
         raise _SHAPE.fail(shape=tuple(values.shape), hint=_shape_hint(tuple(values.shape)))
@@ -867,9 +876,12 @@ def _diagnose(
             allowed=f"{float(allowed.max()):.1e}",
             source=_precision_source(values, error, angles, tol.angle_ulps),
         )
-    for candidate in candidates + fitted:
+    for candidate in candidates:
         if candidate.waves.matches(values, positions, half):
             raise candidate.fail(context, f"{say(*_HALF_NOTE)} {evidence}")
+    for candidate in fitted:  # an estimate: a loose match is the estimate's, not half precision
+        if candidate.waves.matches(values, positions, half):
+            raise candidate.fail(context, f"{say(*_ESTIMATE_NOTE)} {evidence}")
     raise _WRONG_VALUES.fail(
         context, **_wrong_values_fields(values, expected, error, allowed, offset, fits, base)
     )

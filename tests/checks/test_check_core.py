@@ -129,6 +129,7 @@ def test_as_float64_copies_and_reports_what_it_cannot_read() -> None:
         (np.arange(3), "int64"),
         ([1.0], "list"),
         (torch.ones(1, dtype=torch.bool), "bool"),
+        (torch.empty(2, 3, device="meta"), "float32 tensor on the meta device"),
     ]:
         with pytest.raises(NotAnArray, match=words):
             as_float64(bad)

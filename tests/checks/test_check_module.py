@@ -284,6 +284,42 @@ class FixedTableNoDtypeCast(OnTheFly):
         return self.dropout(x + self.table(x.size(1)).float())
 
 
+class NormalisedSum(OnTheFly):
+    """BERT's embedding layer normalises the sum; the encoding alone does not. Its LayerNorm
+    is a buffer-free module whose weight and bias require grad but are no table."""
+
+    def __init__(self, d_model, dropout=0.1):
+        super().__init__(d_model, dropout)
+        self.norm = nn.LayerNorm(d_model)
+
+    def forward(self, x):
+        return self.dropout(self.norm(x + self.table(x.size(1)).to(x.dtype)))
+
+
+class TrainableScale(OnTheFly):
+    """The right output while the scale is 1, which an optimizer would change."""
+
+    def __init__(self, d_model, dropout=0.1):
+        super().__init__(d_model, dropout)
+        self.scale = nn.Parameter(torch.ones(()))
+
+    def forward(self, x):
+        return self.dropout(x + self.scale * self.table(x.size(1)).to(x.dtype))
+
+
+class Float64TableNoCast(nn.Module):
+    """A float64 table added without a cast: float32 input comes out float64."""
+
+    def __init__(self, d_model, max_len=64):
+        super().__init__()
+        self.register_buffer("pe", sinusoid(max_len, d_model))
+
+    def forward(self, x):
+        seq_len = x.size(1)
+        pe = self.pe if seq_len <= len(self.pe) else sinusoid(seq_len, self.pe.shape[1])
+        return x + pe[:seq_len]
+
+
 class DropoutNeverBuilt(nn.Module):
     """Takes dropout=0.1, as the article's module does, and keeps no trace of it."""
 
@@ -324,6 +360,8 @@ PLANTED = [
     (TableAsParameter, 16, "trainable_table", "'pe'", False),
     (pe_lib.LearnedPositionalEncoding, 16, "trainable_table", "'weight'", False),
     (TableAsAttribute, 16, "not_buffer", "register_buffer", False),
+    (NormalisedSum, 16, "normalised", "module(x) is LayerNorm(x + PE)", False),
+    (TrainableScale, 16, "trainable_parameter", "parameter 'scale' of shape ()", False),
     (ForgetsToAdd, 16, "table_not_added", "never added", False),
     (Multiplied, 16, "not_added", "x * PE", False),
     (ScaledByRootD, 16, "not_added", "sqrt(d_model)", False),
@@ -349,6 +387,7 @@ PLANTED = [
     (FrozenTable, 16, "fixed_length", "seq_len=80", True),
     (ArticlePositionalEncoding, 8, "fixed_length", "5016", True),
     (FixedTableNoDtypeCast, 16, "dtype", "x.dtype", True),
+    (Float64TableNoCast, 16, "dtype", "adding the module's float64 table 'pe'", True),
 ]
 
 
@@ -360,6 +399,37 @@ PLANTED = [
 def test_planted_mistake_is_named(cls, d_model, mistake, words, strict) -> None:
     error = fails_with(mistake, cls, d_model=d_model, strict=strict)
     assert words in str(error)
+
+
+def test_a_norm_after_the_addition_is_not_called_a_trainable_table() -> None:
+    """Its weight and bias require grad but are not the table: neither the mistake nor the
+    fix (register_buffer) of a trainable table applies."""
+    error = fails_with("normalised", NormalisedSum, d_model=16)
+    assert "'norm'" in str(error) and "register_buffer" not in str(error)
+    frozen = NormalisedSum(16)
+    frozen.norm.requires_grad_(False)
+    fails_with("normalised", frozen)
+    # without the affine weights too
+    plain = NormalisedSum(16)
+    plain.norm = nn.LayerNorm(16, elementwise_affine=False)
+    fails_with("normalised", plain)
+
+
+def test_a_float64_table_without_a_cast_is_noted_for_float32_input_naming_it() -> None:
+    notes = check_positional_encoding_module(Float64TableNoCast, d_model=16)
+    assert [note.mistake for note in notes] == ["dtype", "dtype"]
+    float32, bfloat16 = (note.message for note in notes)
+    assert "For x of dtype float32, module(x) returned float64" in float32
+    assert "For x of dtype bfloat16, module(x) returned float64" in bfloat16
+    for message in (float32, bfloat16):
+        assert "float64 table 'pe'" in message and "float32 table" not in message
+
+
+def test_a_table_computed_on_the_fly_is_described_as_such() -> None:
+    notes = check_positional_encoding_module(FixedTableNoDtypeCast, d_model=16)
+    assert [note.mistake for note in notes] == ["dtype"]  # float64 input stays float64
+    assert "For x of dtype bfloat16, module(x) returned float32" in notes[0].message
+    assert "such as a table computed in float32" in notes[0].message
 
 
 def test_an_unused_dropout_argument_is_named_for_an_instance_too() -> None:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pe_reference import article_table_float32, reference_table
 
 import pe_lib
-from pe_lib.checks import CheckFailed, check_sinusoidal_table
+from pe_lib.checks import CheckFailed, check_sinusoidal_table, set_language
 
 fails_with = failing_with(check_sinusoidal_table)
 
@@ -89,6 +89,12 @@ def tensor2tensor_table(n, d):
     inv_timescales = np.exp(np.arange(d // 2) * -(math.log(10000.0) / (d // 2 - 1)))
     angle = rows(n) * inv_timescales
     return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
+
+
+def fairseq_spacing_table(n, d):
+    """fairseq's frequencies (SinusoidalPositionalEmbedding.get_embedding), interleaved."""
+    inv_timescales = np.exp(np.arange(d // 2) * -(math.log(10000.0) / (d // 2 - 1)))
+    return interleave(rows(n) * inv_timescales, d)
 
 
 def one_column_more_table(n, d):
@@ -173,6 +179,13 @@ PLANTED = [
     Planted("2j / d per column", exponent(lambda j, d: 2 * j / d), "exponent", "column index"),
     Planted("2j, j = 2i", exponent(lambda j, d: 2 * (j - j % 2) / d), "exponent", "squares"),
     Planted("i from 1", exponent(lambda j, d: 2 * (j // 2 + 1) / d), "exponent", "starts at 1"),
+    Planted(
+        "fairseq spacing",
+        fairseq_spacing_table,
+        "exponent",
+        "base ** (-i / (d_model/2 - 1))",
+        d_models=(16, 64),
+    ),
     Planted(
         "sign",
         lambda n, d: interleave(rows(n) * 10000.0 ** (np.arange(0, d, 2) / d), d),
@@ -394,6 +407,38 @@ def test_another_base_is_named_and_estimated(used: float) -> None:
     assert f"{used:.0f}" in str(error)
 
 
+@pytest.mark.parametrize(("num_positions", "d_model"), [(50, 16), (200, 16), (50, 64), (200, 512)])
+def test_fairseq_spacing_is_named_not_a_base_nor_precision(num_positions, d_model) -> None:
+    """Its frequencies are close to some base's, which once passed for base = 37000 with
+    'half-precision-sized errors' on a float64 table, or for angles formed in bfloat16."""
+    error = fails_with("exponent", fairseq_spacing_table(num_positions, d_model))
+    message = str(error)
+    assert "fairseq" in message and "half-precision" not in message and "37" not in message
+
+
+def test_an_estimated_base_and_an_offset_are_named_in_one_message() -> None:
+    table = student_table(60, 16, base=2500.0, offset=3)
+    error = fails_with("base", table)
+    message = str(error)
+    assert "base 2500, not the base 10000" in message and "estimated" in message
+    assert "off by +3" in message and "half-precision" not in message
+    set_language("ko")
+    with pytest.raises(CheckFailed) as korean:
+        check_sinusoidal_table(table)
+    assert korean.value.mistake == "base"
+    assert "base 2500를 쓴다" in str(korean.value) and "추정한 값" in str(korean.value)
+    assert "+3만큼 어긋나" in str(korean.value)
+
+
+def test_an_estimate_that_matches_loosely_says_so() -> None:
+    """A base no candidate holds, with an angle scale: matched through the estimate only."""
+    angle = 1.7 * paper_angles(rows(60), 16, base=3333.0)
+    error = fails_with("angle_scale", interleave(angle, 16))
+    message = str(error)
+    assert "scaled by 1.7" in message and "3330" in message
+    assert "half-precision" not in message
+
+
 @pytest.mark.parametrize("shape", [(30, 16), (16, 16), (3, 8)])
 def test_transposed_of_any_shape(shape) -> None:
     fails_with("transposed", student_table(*shape).T)
@@ -519,6 +564,11 @@ def test_input_is_not_modified() -> None:
 def test_type_errors_name_the_table(table) -> None:
     with pytest.raises(TypeError, match="^table must be"):
         check_sinusoidal_table(table)
+
+
+def test_a_meta_tensor_is_a_type_error_naming_the_table() -> None:
+    with pytest.raises(TypeError, match="^table must be .* meta device .*'cpu'"):
+        check_sinusoidal_table(torch.empty(4, 8, device="meta"))
 
 
 @pytest.mark.parametrize(

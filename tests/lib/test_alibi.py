@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -146,3 +147,31 @@ def test_adding_a_causal_mask_afterwards_changes_nothing():
     torch.testing.assert_close(
         scores.masked_fill(~causal, float("-inf")).softmax(-1), scores.softmax(-1)
     )
+
+
+# --- sizes no machine holds ---------------------------------------------------------------------
+
+
+def test_a_bias_beyond_the_machines_memory_is_refused_naming_its_size(monkeypatch) -> None:
+    """The 8 x 100,000 x 100,000 bias needs 8e10 float64 entries (596 GiB) and their float32
+    copy: refused up front (the limit set to 64 GiB, so that the test means the same on any
+    machine) rather than left to the kernel's out-of-memory killer."""
+    monkeypatch.setattr("pe_lib._validation.memory_limit", lambda: 64 * 2**30)
+    with pytest.raises(ValueError, match=r"num_heads=8, q_len=100000, k_len=100000") as error:
+        alibi_bias(8, 100_000, 100_000)
+    need = re.search(r"would need ([0-9.]+) GiB", str(error.value))
+    assert need and 596 < float(need.group(1)) < 2 * 596  # at least the float64 bias itself
+    assert "more than this machine has (64.0 GiB)" in str(error.value)
+    assert alibi_bias(8, 300, 300).shape == (8, 300, 300)  # 5.9 MiB: below it
+
+
+def test_the_in_place_bias_is_the_formula_with_a_positive_zero_diagonal() -> None:
+    bias = alibi_bias(4, 5, 7, dtype=torch.float64)
+    slopes = alibi_slopes(4)[:, None, None]
+    distance = torch.arange(2, 7, dtype=torch.float64)[:, None] - torch.arange(7.0)[None, :]
+    expected = (-slopes * distance).masked_fill(distance < 0, -math.inf)
+    assert torch.equal(bias, expected)
+    diagonal = bias[:, torch.arange(5), torch.arange(2, 7)]
+    assert (diagonal == 0).all() and not torch.signbit(diagonal).any()
+    both_ways = alibi_bias(4, 5, 7, causal=False, dtype=torch.float64)
+    assert torch.equal(both_ways, -slopes * distance.abs() + 0.0)

@@ -106,12 +106,24 @@ def test_loads_the_article_state_dict_strictly(max_len):
     nested.load_state_dict(nn.Sequential(article).state_dict(), strict=True)
 
 
+@pytest.mark.parametrize("shape", [(20, 8), (1, 20, 8), (20, 1, 8), (1, 1, 8), (7, 8)])
+def test_loads_the_tutorials_table_in_each_shape_they_store_it(shape):
+    """The annotated transformer keeps (1, max_len, d_model), the PyTorch tutorial (max_len, 1,
+    d_model): both are the discarded table, as the module checker accepts them."""
+    module = PositionalEncoding(8, max_len=20).eval()
+    before = module(torch.zeros(1, 5, 8))
+    result = module.load_state_dict({"pe": torch.full(shape, 3.0)}, strict=True)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert torch.equal(module(torch.zeros(1, 5, 8)), before)
+
+
 @pytest.mark.parametrize(
     ("stored", "got"),
     [
         (torch.zeros(100, 8), r"got shape \(100, 8\)"),
-        (torch.zeros(16), r"got shape \(16,\)"),
         (torch.zeros(2, 100, 16), r"got shape \(2, 100, 16\)"),
+        (torch.zeros(1, 1, 100, 16), r"got shape \(1, 1, 100, 16\)"),
+        (torch.zeros(16), r"got shape \(16,\)"),
         ([0.0] * 16, "got list"),
     ],
 )
@@ -331,3 +343,12 @@ def test_exports(build):
     x = torch.randn(2, 5, 8)
     exported = torch.export.export(module, (x,))
     assert torch.equal(exported.module()(x), module(x))
+
+
+def test_a_learned_table_no_memory_could_hold_is_refused_naming_its_size():
+    with pytest.raises(ValueError, match=r"d_model=4194304, max_len=4294967296.*64.0 PiB"):
+        LearnedPositionalEncoding(2**22, max_len=2**32)
+    with pytest.raises(
+        ValueError, match=r"sinusoidal_table\(num_positions=4294967296.*float64 values.*128.0 PiB"
+    ):
+        SinusoidalPositionalEncoding(2**22, max_len=2**32)

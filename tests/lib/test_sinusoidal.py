@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 
 import numpy as np
@@ -171,3 +172,31 @@ def test_deprecated_names_warn_naming_the_new_one_and_mean_it(name):
 def test_an_old_and_a_new_name_together_are_refused():
     with pytest.raises(TypeError, match=r"offset and start are the same argument.*offset=1"):
         sinusoidal_table(4, 2, offset=1, start=1)
+
+
+# --- sizes no machine holds ---------------------------------------------------------------------
+
+
+def test_a_table_no_memory_could_hold_is_refused_naming_its_size() -> None:
+    """2**31 x 2**31 float32 values (16 EiB): refused before anything is allocated."""
+    with pytest.raises(ValueError, match=r"num_positions=2147483648, d_model=2147483648") as error:
+        sinusoidal_table(2**31, 2**31)
+    assert "16.0 EiB" in str(error.value) and "more than this machine has" in str(error.value)
+
+
+def test_an_allocation_that_fails_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the machine's memory is not known, the allocator is the judge: 2**46 rows of 2
+    float32 values (512 TiB, beyond any process's address space) fail at once, and the error
+    is raised again naming the sizes and the bytes."""
+    monkeypatch.setattr("pe_lib._validation.memory_limit", lambda: None)
+    with pytest.raises(MemoryError, match=r"num_positions=70368744177664, d_model=2\).*512\.0 TiB"):
+        sinusoidal_table(2**46, 2)
+
+
+def test_the_memory_limit_is_the_smaller_of_the_machine_and_its_container() -> None:
+    from pe_lib._validation import memory_limit
+
+    limit = memory_limit()
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert limit is not None and 0 < limit <= physical
+    sinusoidal_table(4096, 64)  # an ordinary table is far below it

@@ -21,12 +21,21 @@ from . import checks, encodings
 from ._version import __version__
 from .alibi import alibi_bias, alibi_slopes
 from .attention import SelfAttention, scaled_dot_product_attention
+from .inference import (
+    KVCache,
+    causal_mask,
+    packed_causal_mask,
+    packed_positions,
+    position_ids_from_mask,
+    run_cached,
+)
 from .modules import LearnedPositionalEncoding, PositionalEncoding, SinusoidalPositionalEncoding
 from .relative import relative_shift_matrix
 from .rope import RotaryEmbedding, apply_rope, rope_angles, rotate
 from .sinusoidal import angular_frequencies, sinusoidal_table, wavelengths
 
 __all__ = [
+    "KVCache",
     "LearnedPositionalEncoding",
     "PositionalEncoding",
     "RotaryEmbedding",
@@ -37,11 +46,16 @@ __all__ = [
     "alibi_slopes",
     "angular_frequencies",
     "apply_rope",
+    "causal_mask",
     "checks",
     "encodings",
+    "packed_causal_mask",
+    "packed_positions",
+    "position_ids_from_mask",
     "relative_shift_matrix",
     "rope_angles",
     "rotate",
+    "run_cached",
     "scaled_dot_product_attention",
     "sinusoidal_table",
     "wavelengths",

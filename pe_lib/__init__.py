@@ -23,6 +23,14 @@ from .alibi import alibi_bias, alibi_slopes
 from .attention import SelfAttention, scaled_dot_product_attention
 from .axial import axial_angles, axial_frequencies
 from .grid import grid_positions, mrope_positions, resize_position_table
+from .inference import (
+    KVCache,
+    causal_mask,
+    packed_causal_mask,
+    packed_positions,
+    position_ids_from_mask,
+    run_cached,
+)
 from .layer_pattern import LayerPositions, layer_pattern
 from .modules import LearnedPositionalEncoding, PositionalEncoding, SinusoidalPositionalEncoding
 from .relative import relative_shift_matrix
@@ -33,6 +41,7 @@ from .sinusoidal import angular_frequencies, sinusoidal_table, wavelengths
 from .temperature import attention_temperature
 
 __all__ = [
+    "KVCache",
     "LayerPositions",
     "LearnedPositionalEncoding",
     "PositionalEncoding",
@@ -47,16 +56,21 @@ __all__ = [
     "attention_temperature",
     "axial_angles",
     "axial_frequencies",
+    "causal_mask",
     "checks",
     "clipped_relative_positions",
     "encodings",
     "grid_positions",
     "layer_pattern",
     "mrope_positions",
+    "packed_causal_mask",
+    "packed_positions",
+    "position_ids_from_mask",
     "relative_shift_matrix",
     "resize_position_table",
     "rope_angles",
     "rotate",
+    "run_cached",
     "scaled_dot_product_attention",
     "sinusoidal_table",
     "softmax_with_sinks",

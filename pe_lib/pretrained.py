@@ -210,7 +210,7 @@ def fetch_weights(directory: Path | str | None = None, *, quiet: bool = True) ->
     files all have the digests it records is left as it is; one with a file missing, changed or
     unlisted is fetched again, so :data:`FETCH_COMMAND` repairs what a loader reports.
 
-    What it touches (:mod:`pe_lib._cache_folder`): the cache folder (a symbolic link to it is
+    What it touches (``pe_lib._cache_folder``): the cache folder (a symbolic link to it is
     followed), and beside it a lock file ``.<name>.pe-book-lock`` and, while it works, a scratch
     folder ``.<name>.pe-book-fetch-<pid>`` where the new cache is built before two renames swap
     it in. It replaces only a cache it wrote: a folder that holds anything else is refused

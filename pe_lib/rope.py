@@ -60,7 +60,6 @@ formula, rotary-embedding-torch and one elementwise pass over ``x`` are measured
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -90,19 +89,51 @@ __all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies", "
 #: input: 1 MiB of float32, so that a block and its tables stay in a per-core cache.
 _BLOCK_ELEMENTS = 1 << 18
 
+#: Elements of ``x`` from which, on the CPU without autograd, the rotation is written into its
+#: output block by block (:func:`_blocked`): below it, the formula's three operations cost less.
+_BLOCKED_FROM = 1 << 16
+
 
 def _frequencies_on(
-    config: ScalingConfig, head_dim: int, seq_len: float | None, device: torch.device
+    config: ScalingConfig,
+    head_dim: int,
+    seq_len: float | None,
+    device: torch.device,
+    layout: str | None = None,
 ) -> tuple[torch.Tensor, float]:
-    """The scaled theta_i on ``device`` in the angle dtype (float64 but on MPS), and the attention factor."""
+    """The scaled theta_i on ``device`` in the angle dtype (float64 but on MPS), and the
+    attention factor. With a ``layout``, each theta_i is given once per channel of its pair,
+    negated for the first channel and in the layout's order (:func:`_signed`), ``(2n,)``.
+
+    They are formed on the CPU and sent in one copy that does not wait for the device's queue
+    (a copy from pageable memory is staged at once, so the source may go)."""
     theta, attention_factor = frequencies_at(config, head_dim, seq_len)
-    return theta.to(device=device, dtype=compute_dtype_for(device)), attention_factor
+    if layout is not None:
+        theta = _signed(theta, layout)
+    dtype = compute_dtype_for(device)
+    if theta.device != device or theta.dtype != dtype:
+        theta = theta.to(device=device, dtype=dtype, non_blocking=True)
+    return theta, attention_factor
+
+
+def _signed(theta: torch.Tensor, layout: str) -> torch.Tensor:
+    """``(..., n)`` -> ``(..., 2n)``: each value once per channel of its pair in ``layout``'s
+    order, negated for the first channel (half: ``[-t, t]``; interleaved: ``[-t_0, t_0, -t_1,
+    t_1, ...]``). Negation is exact, and cos and sin are even and odd to the last bit, so the
+    cos and sin of these angles are :func:`_rotate_formula`'s tables ``[cos, cos]`` and
+    ``[-sin, sin]`` with the values of the ``n`` angles, formed once."""
+    if layout == "half":
+        return torch.cat((-theta, theta), dim=-1)
+    return torch.stack((-theta, theta), dim=-1).flatten(-2)
 
 
 def _angles(positions: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """positions (..., seq_len) times theta (n,) -> (..., seq_len, n), formed in theta's dtype."""
-    with _no_autocast(positions.device):
-        return positions.to(theta.dtype)[..., None] * theta
+    """positions (..., seq_len) times theta (n,) -> (..., seq_len, n), formed in theta's dtype
+    (int64 positions are converted exactly in the product itself; no autocast list holds an
+    elementwise product: it changes nothing here)."""
+    if positions.is_floating_point() and positions.dtype != theta.dtype:
+        positions = positions.to(theta.dtype)
+    return positions[..., None] * theta
 
 
 def _length_for(
@@ -206,27 +237,26 @@ def _pairs_viewable(x: torch.Tensor) -> bool:
     )
 
 
-def _no_autocast(device: torch.device) -> contextlib.AbstractContextManager[None]:
-    """Autocast disabled on ``device`` (a no-op where autocast does not exist, e.g. ``meta``)."""
-    if torch.amp.is_autocast_available(device.type):
-        return torch.autocast(device_type=device.type, enabled=False)
-    return contextlib.nullcontext()
+def _swap(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """Each channel pair's two channels exchanged: half, ``(x1, x2) -> (x2, x1)``; interleaved,
+    ``(x_{2i}, x_{2i+1}) -> (x_{2i+1}, x_{2i})``. One pass."""
+    if layout == "half":
+        return x.roll(x.shape[-1] // 2, dims=-1)
+    return _as_pairs(x).flip(-1).flatten(-2)
 
 
 def _rotate_formula(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str
 ) -> torch.Tensor:
-    """Formula 1, the rotation as plain differentiable operations, computed in ``cos.dtype``.
+    """Formula 1, the rotation as three out-of-place operations, computed in ``cos.dtype``:
+    ``x * cos + swap(x) * sin`` with the full-width tables ``cos`` ``[cos, cos]`` and ``sin``
+    ``[-sin, sin]`` (:func:`_tables`; interleaved, pair by pair). ``x``: ``(..., seq_len, 2n)``.
 
-    Runs with autograd, under ``torch.compile`` (which fuses it by itself) and
-    ``torch.jit.trace``: these need out-of-place operations. ``x``: ``(..., seq_len, 2n)``.
+    Differentiable, traced and compiled as it is (a compiler fuses it into one kernel); on a
+    GPU, and for small inputs on the CPU, it is also the fastest way without autograd.
     """
     x = x.to(cos.dtype)
-    if layout == "half":
-        x1, x2 = x.chunk(2, dim=-1)  # (..., seq_len, n) each
-        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
-    even, odd = x[..., 0::2], x[..., 1::2]  # (..., seq_len, n) each
-    return torch.stack((even * cos - odd * sin, odd * cos + even * sin), dim=-1).flatten(-2)
+    return torch.addcmul(x * cos, _swap(x, layout), sin)
 
 
 def _blocks(tensors: list[torch.Tensor], size: int) -> list[list[torch.Tensor]]:
@@ -258,12 +288,13 @@ def _as_complex(x: torch.Tensor) -> torch.Tensor:
 
 
 def _pass_tables(cos: torch.Tensor, sin: torch.Tensor, layout: str) -> list[torch.Tensor]:
-    """The tables :func:`_rotate_pass` reads, from cos and sin ``(..., seq_len, n)``:
-    interleaved, ``[cos + i sin]`` ``(..., seq_len, n)`` complex; half, ``[cos repeated for
-    both halves (..., seq_len, 2n), sin (..., seq_len, n)]``."""
+    """The tables :func:`_rotate_pass` reads, from the full-width tables ``[cos, cos]`` and
+    ``[-sin, sin]`` ``(..., seq_len, 2n)`` (:func:`_tables`): interleaved, ``[cos + i sin]``
+    ``(..., seq_len, n)`` complex; half, ``[cos repeated for both halves (..., seq_len, 2n),
+    sin (..., seq_len, n)]``."""
     if layout == "interleaved":
-        return [torch.complex(cos, sin)]
-    return [torch.cat((cos, cos), dim=-1), sin]
+        return [torch.complex(cos[..., 0::2], sin[..., 1::2])]
+    return [cos, sin[..., sin.shape[-1] // 2 :]]
 
 
 def _operands(x: torch.Tensor, layout: str) -> tuple[torch.Tensor, ...]:
@@ -377,6 +408,17 @@ def _check_out(name: str, out: object, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _blocked(x: torch.Tensor) -> bool:
+    """Whether the rotation of ``x`` is written into its output block by block
+    (:func:`_rotate_into`): on the CPU, without autograd, compiler or trace, for inputs of at
+    least ``_BLOCKED_FROM`` elements, where blocks that stay in a core's cache save passes over
+    memory. Elsewhere the formula's three operations run: a GPU has no such cache to reuse, and
+    there more operations mean more kernel launches."""
+    return not (torch.compiler.is_compiling() or is_tracing() or torch.is_grad_enabled()) and (
+        x.device.type == "cpu" and x.numel() >= _BLOCKED_FROM
+    )
+
+
 def _rotate(
     x: torch.Tensor,
     cos: torch.Tensor,
@@ -384,24 +426,22 @@ def _rotate(
     layout: str,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """:func:`rotate` for checked arguments, ``cos`` and ``sin`` in the rotation dtype."""
-    rotary = 2 * cos.shape[-1]
-    with _no_autocast(x.device):
-        # Formula 2 writes into buffers: autograd, compiled graphs, traces and vmap's batched
-        # tensors take formula 1 (vmap runs under autograd when it trains models).
-        plain = torch.is_grad_enabled() or torch.compiler.is_compiling() or is_tracing()
-        if plain:
-            if rotary == x.shape[-1]:
-                result = _rotate_formula(x, cos, sin, layout).to(x.dtype)
-            else:  # partial rotation: the channels beyond the first 2n pass unchanged
-                turned = _rotate_formula(x[..., :rotary], cos, sin, layout).to(x.dtype)
-                result = torch.cat((turned, x[..., rotary:]), dim=-1)
-            return result if out is None else out.copy_(result)
+    """:func:`rotate` for checked arguments, ``cos`` and ``sin`` the full-width tables
+    ``[cos, cos]`` and ``[-sin, sin]`` (:func:`_tables`) in the rotation dtype."""
+    rotary = cos.shape[-1]
+    if _blocked(x):
         if out is None:
             out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
         _rotate_into(x[..., :rotary], cos, sin, layout, out[..., :rotary])
-        out[..., rotary:].copy_(x[..., rotary:])  # partial rotation: the rest pass unchanged
+        if rotary < x.shape[-1]:  # partial rotation: the rest pass unchanged
+            out[..., rotary:].copy_(x[..., rotary:])
         return out
+    if rotary == x.shape[-1]:
+        result = _rotate_formula(x, cos, sin, layout).to(x.dtype)
+    else:  # partial rotation: the channels beyond the first 2n pass unchanged
+        turned = _rotate_formula(x[..., :rotary], cos, sin, layout).to(x.dtype)
+        result = torch.cat((turned, x[..., rotary:]), dim=-1)
+    return result if out is None else out.copy_(result)
 
 
 def rotate(
@@ -444,7 +484,17 @@ def rotate(
     if out is not None:
         out = _check_out("out", out, x)
     dtype = _rotation_dtype(x)
-    return _rotate(x, cos.to(dtype), sin.to(dtype), layout, out)
+    return _rotate(x, *_full_width(cos.to(dtype), sin.to(dtype), layout), layout, out)
+
+
+def _full_width(
+    cos: torch.Tensor, sin: torch.Tensor, layout: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin ``(..., n)`` -> the formula's tables ``[cos, cos]`` and ``[-sin, sin]``
+    ``(..., 2n)``, each value once per channel of its pair in ``layout``'s order."""
+    if layout == "half":
+        return torch.cat((cos, cos), dim=-1), _signed(sin, layout)
+    return torch.stack((cos, cos), dim=-1).flatten(-2), _signed(sin, layout)
 
 
 def _rotation_tables(
@@ -463,9 +513,12 @@ def _tables(
     seq_len: float | None,
     positions: torch.Tensor,
     dtype: torch.dtype,
+    layout: str,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention-scaled cos and sin ``(..., len(positions), n)`` on the positions' device."""
-    theta, attention_factor = _frequencies_on(config, head_dim, seq_len, positions.device)
+    """Attention-scaled full-width tables ``[cos, cos]`` and ``[-sin, sin]``
+    ``(..., len(positions), 2n)`` in ``layout``'s channel order, on the positions' device:
+    the cos and sin of the ``n`` float64 angles, each rounded once to ``dtype``."""
+    theta, attention_factor = _frequencies_on(config, head_dim, seq_len, positions.device, layout)
     return _rotation_tables(_angles(positions, theta), attention_factor, dtype)
 
 
@@ -533,7 +586,7 @@ def apply_rope(
             positions = check_positions("positions", positions)
             check_positions_match("positions", positions, x)
         length = _length_for(config, positions, seq_len, "apply_rope")
-        cos, sin = _tables(config, head_dim, length, positions, _rotation_dtype(x))
+        cos, sin = _tables(config, head_dim, length, positions, _rotation_dtype(x), layout)
         return _rotate(x, cos, sin, layout, out)
 
 
@@ -617,9 +670,12 @@ class RotaryEmbedding(nn.Module):
     def _tables(
         self, positions: torch.Tensor, seq_len: int | None, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Attention-scaled cos and sin ``(len(positions), head_dim / 2)`` in the angle dtype."""
+        """Attention-scaled full-width tables ``(len(positions), rotary channels)`` in the angle
+        dtype (:func:`_tables`)."""
         dtype = compute_dtype_for(device)
-        return _tables(self.scaling, self.head_dim, seq_len, positions.to(device), dtype)
+        return _tables(
+            self.scaling, self.head_dim, seq_len, positions.to(device), dtype, self.layout
+        )
 
     def extra_repr(self) -> str:
         scaling = (
@@ -694,11 +750,13 @@ class RotaryEmbedding(nn.Module):
                     f"+ 1), got seq_len={seq_len}"
                 )
         cos, sin = self._window(offset, end, seq_len)
+        tables: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
         rotated = []
         for i, t in enumerate((q, k)):
-            dtype = _rotation_dtype(t)
-            ct, st = cos.to(t.device, dtype), sin.to(t.device, dtype)
-            rotated.append(_rotate(t, ct, st, self.layout, None if out is None else outs[i]))
+            key = (t.device, _rotation_dtype(t))
+            if key not in tables:  # q and k alike (the usual case) share one cast
+                tables[key] = cos.to(*key), sin.to(*key)
+            rotated.append(_rotate(t, *tables[key], self.layout, None if out is None else outs[i]))
         return rotated[0], rotated[1]
 
     def _window(

@@ -41,20 +41,26 @@ logits :math:`q^{\top}k` are multiplied by :math:`1/t`).
 Precision: angles :math:`m\,\theta_i` are formed in float64 from the positions (as in
 :mod:`pe_lib.sinusoidal`) and their cosines and sines are cast once to float32 (float64 for
 float64 inputs). The rotation of a float16 or bfloat16 input is computed in float32 and the
-result is rounded once to the input dtype. This also holds under ``torch.autocast``: the
-computation runs with autocast disabled. Forming angles in bfloat16 instead is badly wrong
+result is rounded once to the input dtype. This also holds under ``torch.autocast``: every
+operation used is elementwise, on no autocast list, and the dtypes are set explicitly. Forming angles in bfloat16 instead is badly wrong
 beyond a few hundred positions: bfloat16 keeps 8 significant bits, so between 8,192 and 16,384
 only multiples of 64 exist. Position 10,001 becomes 9,984, and the angle of the fastest pair
 (:math:`\theta_0 = 1` radian per position) is off by 17 radians.
 
-Two formulas for one rotation, each with a reason: with autograd, under ``torch.compile`` (which
-fuses it by itself) and under ``torch.jit.trace``, plain out-of-place operations
-(``_rotate_formula``); otherwise the result is written into its output (``_rotate_into``, also
-the ``out=`` path): the interleaved float32 pairs as complex numbers times ``cos + i sin``, one
-pass; the half layout in three passes over cache-sized blocks; a float16 or bfloat16 input
-copied block by block into float32 scratch, rotated there and rounded once. The cos and sin are
-computed at every call (no state is kept between calls). Their costs against Hugging Face's
-formula, rotary-embedding-torch and one elementwise pass over ``x`` are measured by
+The rotation is one formula, ``x * [cos, cos] + swap(x) * [-sin, sin]`` (``_rotate_formula``:
+three out-of-place operations, each pair's channels exchanged by ``swap``), whose tables are
+the cos and sin of signed float64 angles (``-m theta_i`` for the first channel of each pair,
+exact: cos is even and sin odd to the last bit), so no table is assembled afterwards. It runs
+with autograd, under ``torch.compile`` (one graph, fused into one kernel), under
+``torch.jit.trace``, on GPUs and for small inputs on the CPU. Only on the CPU, without
+autograd, from ``2**16`` elements, the result is written into its output (``_rotate_into``)
+over blocks that stay in a core's cache: the interleaved float32 pairs as complex numbers times
+``cos + i sin``, one pass; the half layout in three passes; a float16 or bfloat16 input copied
+block by block into float32 scratch, rotated there and rounded once. On a GPU those passes would
+only launch more kernels. The cos and sin are computed at every call; the frequencies
+``theta_i`` of a scaling, head size and length are kept after the first call (they depend on
+nothing else). Their costs against transformers' own path, Hugging Face's formula,
+rotary-embedding-torch and one elementwise pass over ``x`` are measured by
 ``benchmarks/rope_speed.py`` and recorded in ``benchmarks/README.md``.
 """
 

@@ -384,6 +384,7 @@ def main() -> None:
             "rotary-embedding-torch is not installed: its column is skipped (install it with "
             "`.venv/bin/pip install --no-deps rotary-embedding-torch==0.9.1 einops==0.8.2`)"
         )
+    torch.manual_seed(0)  # the same q whether or not the first table ran
     q32 = torch.randn(SHAPE)
     print(
         f"RoPE on q of shape {SHAPE}, torch {torch.__version__}, CPU capability "

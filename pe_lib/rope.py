@@ -42,10 +42,11 @@ Precision: angles :math:`m\,\theta_i` are formed in float64 from the positions (
 :mod:`pe_lib.sinusoidal`) and their cosines and sines are cast once to float32 (float64 for
 float64 inputs). The rotation of a float16 or bfloat16 input is computed in float32 and the
 result is rounded once to the input dtype. This also holds under ``torch.autocast``: every
-operation used is elementwise, on no autocast list, and the dtypes are set explicitly. Forming angles in bfloat16 instead is badly wrong
-beyond a few hundred positions: bfloat16 keeps 8 significant bits, so between 8,192 and 16,384
-only multiples of 64 exist. Position 10,001 becomes 9,984, and the angle of the fastest pair
-(:math:`\theta_0 = 1` radian per position) is off by 17 radians.
+operation used is elementwise, on no autocast list, and the dtypes are set explicitly. Forming
+angles in bfloat16 instead is badly wrong beyond a few hundred positions: bfloat16 keeps 8
+significant bits, so between 8,192 and 16,384 only multiples of 64 exist. Position 10,001
+becomes 9,984, and the angle of the fastest pair (:math:`\theta_0 = 1` radian per position) is
+off by 17 radians.
 
 The rotation is one formula, ``x * [cos, cos] + swap(x) * [-sin, sin]`` (``_rotate_formula``:
 three out-of-place operations, each pair's channels exchanged by ``swap``), whose tables are
@@ -190,9 +191,11 @@ def _length_for(
     compiled graph nor a ``meta`` tensor holds: there, these scalings are refused (trace) or
     need ``seq_len`` (compile, ``meta``), and a given ``seq_len`` is trusted.
     """
+    needs = config.entry.needs_seq_len
+    if seq_len is None and not needs:
+        return None
     if seq_len is not None:
         seq_len = check_positive_int("seq_len", seq_len)
-    needs = config.entry.needs_seq_len
     pitfall = f"{config.rope_type!r} scaling's frequencies depend on the sequence length"
     if needs and is_tracing():
         raise ValueError(
@@ -293,11 +296,12 @@ def _rotate_formula(
     ``x * cos + swap(x) * sin`` with the full-width tables ``cos`` ``[cos, cos]`` and ``sin``
     ``[-sin, sin]`` (:func:`_tables`; interleaved, pair by pair). ``x``: ``(..., seq_len, 2n)``.
 
+    A float16 or bfloat16 ``x`` is not copied first: type promotion reads it as float32 (exactly)
+    in the products, and its channels are exchanged in its own dtype, half the bytes.
+
     Differentiable, traced and compiled as it is (a compiler fuses it into one kernel); on a
     GPU, and for small inputs on the CPU, it is also the fastest way without autograd.
     """
-    if x.dtype != cos.dtype:
-        x = x.to(cos.dtype)
     return torch.addcmul(x * cos, _swap(x, layout), sin)
 
 

@@ -29,7 +29,22 @@ other jobs does not); ``--clock wall`` is for ``--threads`` above 1. Targets: ``
 rotation (the accuracy column, in units of that bound). The ratios to ``floor`` and ``buffer``
 are printed, not judged (``benchmarks/README.md`` says why).
 
-Run: ``make bench`` or ``.venv/bin/python benchmarks/rope_speed.py [--repeats N] [--compare PATH]``.
+Second, against what a user would otherwise call: transformers' own path
+(``LlamaRotaryEmbedding``'s forward, which forms cos and sin from ``position_ids`` at every call,
+then ``apply_rotary_pos_emb``) on queries and keys of 32 heads of 128, the half layout, at decode
+(shape ``(1, 32, 1, 128)``, position 700) and prefill (``(1, 32, 2048, 128)``, positions
+``0 .. 2047``), float32 and bfloat16. Rows: ``hf`` (transformers' path on ``q`` and ``k``),
+``apply`` (``apply_rope`` on ``q`` and on ``k``, two calls), ``rotary``
+(``RotaryEmbedding(q, k, offset)``) and ``copy`` (``q * 2`` and ``k * 2``: one pass over both, the
+floor). With ``--compile``, each of the three also compiled with ``torch.compile(fullgraph=True)``
+(inductor). ``--device cuda`` times each call between two CUDA events (median of ``--repeats``
+calls, each waited for) and counts the kernels one call launches (``torch.profiler``; copies
+between host and device counted apart); on the CPU the clock is the process's CPU time and the
+count is of the operators called. Targets: ``apply`` and ``rotary`` at most 1.0x ``hf``, and the
+compiled ones at most 1.5x compiled ``hf``.
+
+Run: ``make bench`` or ``.venv/bin/python benchmarks/rope_speed.py [--repeats N] [--compare PATH]
+[--device cuda] [--compile] [--peers-only]``.
 """
 
 from __future__ import annotations
@@ -140,16 +155,226 @@ def version_candidates(
     }
 
 
+PEER_CASES = {  # name: (shape of q and k, first position)
+    "decode": ((1, 32, 1, 128), 700),
+    "prefill": ((1, 32, 2048, 128), 0),
+}
+PEER_LIMIT = 1.0  # apply and rotary: at most this many times transformers' path
+COMPILED_LIMIT = 1.5  # compiled apply and rotary: at most this many times compiled hf
+
+
+def cuda_medians(candidates: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each callable between two CUDA events, each call waited for, the
+    callables interleaved (order alternating)."""
+    for function in candidates.values():  # warm-up: allocator, compiled graphs
+        for _ in range(3):
+            function()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    names = list(candidates)
+    for repeat in range(repeats):
+        for name in names if repeat % 2 == 0 else reversed(names):
+            start.record()
+            candidates[name]()
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end) / 1e3)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def launches(function: Callable[[], object], device: torch.device) -> str:
+    """What one call launches: on CUDA, its kernels (and copies between host and device,
+    ``+N copies``); on the CPU, the operators it calls (top-level ``aten::`` events)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    try:
+        function()
+        with profile(activities=activities) as prof:
+            function()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+        events = prof.events()
+        if device.type == "cuda":
+            on_device = [e for e in events if e.device_type == DeviceType.CUDA]
+            copies = sum(
+                ("memcpy" in e.name.lower() or "memset" in e.name.lower()) for e in on_device
+            )
+            return f"{len(on_device) - copies}" + (f" +{copies} copies" if copies else "")
+        return str(sum(e.cpu_parent is None and e.name.startswith("aten::") for e in events))
+    except Exception as error:  # noqa: BLE001 - a count is a figure, not worth the run
+        return f"n/a ({type(error).__name__})"
+
+
+def peer_section(args: argparse.Namespace, device: torch.device) -> list[str]:
+    """The table against transformers' own path; returns the targets missed."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import (
+        LlamaRotaryEmbedding,
+        apply_rotary_pos_emb,
+        rotate_half,
+    )
+
+    head_dim = PEER_CASES["decode"][0][-1]
+    config = LlamaConfig(
+        hidden_size=32 * head_dim,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        head_dim=head_dim,
+        max_position_embeddings=4096,
+        rope_theta=BASE,
+    )
+    hf_rotary = LlamaRotaryEmbedding(config).to(device)
+    rotary = rope.RotaryEmbedding(head_dim, base=BASE, layout="half", max_len=4096).to(device)
+
+    def hf(q: torch.Tensor, k: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return apply_rotary_pos_emb(q, k, *hf_rotary(q, ids))  # type: ignore[no-any-return]
+
+    def hf_one(x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """transformers' path for one tensor: apply_rotary_pos_emb's line for q."""
+        cos, sin = hf_rotary(x, ids)
+        return x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)  # type: ignore[no-any-return]
+
+    def apply(q: torch.Tensor, k: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            rope.apply_rope(q, pos, base=BASE, layout="half"),
+            rope.apply_rope(k, pos, base=BASE, layout="half"),
+        )
+
+    def module(q: torch.Tensor, k: torch.Tensor, offset: int) -> tuple[torch.Tensor, ...]:
+        return rotary(q, k, offset)  # type: ignore[no-any-return]
+
+    clock = "CUDA events" if device.type == "cuda" else f"{args.clock} time"
+    what = "kernels" if device.type == "cuda" else "operators"
+    print(
+        f"\nAgainst transformers {__import__('transformers').__version__} "
+        f"(LlamaRotaryEmbedding + apply_rotary_pos_emb), q and k of 32 heads of {head_dim}, "
+        f"half layout, on {device_name(device)}, torch {torch.__version__}, no_grad, median "
+        f"{clock} of {args.repeats} interleaved calls\n"
+    )
+    print(f"| case | dtype | call | ms | / hf (q) | / compiled hf | {what} per call |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    missed = []
+    begin = time.perf_counter()
+    for case, (shape, start) in PEER_CASES.items():
+        for dtype in (torch.float32, torch.bfloat16):
+            q = torch.randn(shape, device=device).to(dtype)
+            k = torch.randn(shape, device=device).to(dtype)
+            ids = torch.arange(start, start + shape[-2], device=device)[None]
+            pos = ids[0]
+            calls: dict[str, Callable[[], object]] = {
+                "copy": lambda q=q, k=k: (q * 2.0, k * 2.0),
+                "hf": lambda q=q, k=k, ids=ids: hf(q, k, ids),
+                "apply": lambda q=q, k=k, pos=pos: apply(q, k, pos),
+                "hf q": lambda q=q, ids=ids: (hf_one(q, ids),),
+                "apply q": lambda q=q, pos=pos: (
+                    rope.apply_rope(q, pos, base=BASE, layout="half"),
+                ),
+                "rotary": lambda q=q, k=k, start=start: module(q, k, start),
+            }
+            compiled = args.compile and time.perf_counter() - begin < args.budget
+            if compiled:
+                torch._dynamo.reset()
+                for name, function in (("hf", hf), ("apply", apply), ("rotary", module)):
+                    fast = torch.compile(function, fullgraph=True, dynamic=False)
+                    argument = {"hf": ids, "apply": pos, "rotary": start}[name]
+                    calls[f"compiled {name}"] = lambda fast=fast, q=q, k=k, a=argument: fast(
+                        q, k, a
+                    )
+            with torch.no_grad():
+                results = {}
+                for name in [name for name in calls if name != "copy"]:
+                    try:
+                        results[name] = calls[name]()
+                    except Exception as error:  # noqa: BLE001 - a compiler's failure is a result
+                        if not name.startswith("compiled"):
+                            raise
+                        print(f"| {case} | {dtype} | {name} | failed: {type(error).__name__} |")
+                        missed.append(f"{case} {dtype} {name}: failed")
+                        del calls[name]
+                truth = rope.apply_rope(q.double().cpu(), pos.cpu(), base=BASE, layout="half")
+                for pair in results.values():
+                    assert isinstance(pair, tuple)
+                    tolerance = 2e-2 if dtype == torch.bfloat16 else 2e-3  # hf: float32 angles
+                    torch.testing.assert_close(
+                        pair[0].double().cpu(), truth, rtol=tolerance, atol=tolerance
+                    )
+                if device.type == "cuda":
+                    t = cuda_medians(calls, args.repeats)
+                else:
+                    t = median_seconds(calls, args.repeats, CLOCKS[args.clock])  # type: ignore[arg-type]
+                counts = {name: launches(call, device) for name, call in calls.items()}
+            for name in calls:
+                limit, yardstick = PEER_LIMIT, "hf q" if name.endswith(" q") else "hf"
+                if name.startswith("compiled"):
+                    limit, yardstick = COMPILED_LIMIT, "compiled hf"
+                if yardstick not in t:
+                    continue
+                ratio = t[name] / t[yardstick]
+                to_compiled = f"{t[name] / t['compiled hf']:.2f}x" if "compiled hf" in t else "–"
+                judged = name in ("apply q", "rotary", "compiled apply", "compiled rotary")
+                if judged and t[name] / t[yardstick] > limit:
+                    missed.append(
+                        f"{case} {dtype} {name}: {t[name] / t[yardstick]:.2f}x {yardstick}"
+                    )
+                print(
+                    f"| {case} {tuple(shape)} | {str(dtype).removeprefix('torch.')} | {name} | "
+                    f"{t[name] * 1e3:.3f} | {ratio:.2f}x | {to_compiled} | {counts[name]} |",
+                    flush=True,
+                )
+    print(
+        f"\nRows: hf, transformers' path on q and k; apply, apply_rope on q and on k (two calls, "
+        f"each forming its tables); rotary, RotaryEmbedding(q, k, offset); 'q' rows, one tensor "
+        f"(transformers: its forward and apply_rotary_pos_emb's line for q), compared with hf q. "
+        f"copy: q * 2 and k * 2, one pass over both (the floor).\nTargets: apply q at most "
+        f"{PEER_LIMIT}x hf q, rotary at most {PEER_LIMIT}x hf; compiled apply and rotary at most "
+        f"{COMPILED_LIMIT}x compiled hf."
+    )
+    return missed
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return (
+        f"the CPU ({torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} thread(s))"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=31)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
     parser.add_argument("--compare", type=Path, help="another pe_lib/rope.py, timed as 'before'")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also time the torch.compile(fullgraph=True) variants (default: on CUDA only)",
+    )
+    parser.add_argument(
+        "--budget", type=float, default=240.0, help="seconds after which no new compile starts"
+    )
+    parser.add_argument(
+        "--peers-only", action="store_true", help="only the table against transformers' path"
+    )
     args = parser.parse_args()
+    device = torch.device(args.device)
+    if args.compile is None:
+        args.compile = device.type == "cuda"
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
+    missed = peer_section(args, device)
+    if args.peers_only or device.type != "cpu":
+        print("all targets met" if not missed else f"targets missed: {', '.join(missed)}")
+        return
     versions = {"after": rope}
     if args.compare is not None:
         versions = {"before": load_rope_version(args.compare), "after": rope}
@@ -159,6 +384,7 @@ def main() -> None:
             "rotary-embedding-torch is not installed: its column is skipped (install it with "
             "`.venv/bin/pip install --no-deps rotary-embedding-torch==0.9.1 einops==0.8.2`)"
         )
+    torch.manual_seed(0)  # the same q whether or not the first table ran
     q32 = torch.randn(SHAPE)
     print(
         f"RoPE on q of shape {SHAPE}, torch {torch.__version__}, CPU capability "
@@ -172,7 +398,6 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
-    missed = []
     with torch.no_grad():
         for dtype in (torch.float32, torch.bfloat16):
             q = q32.to(dtype)

@@ -22,13 +22,16 @@ def is_tracing() -> bool:
     return bool(torch.jit.is_tracing())  # type: ignore[attr-defined, no-untyped-call]
 
 
-@contextlib.contextmanager
-def quiet_while_tracing() -> Iterator[None]:
+def quiet_while_tracing() -> contextlib.AbstractContextManager[None]:
     """Silence ``torch.jit.TracerWarning`` inside the block while a trace records the call
-    (outside a trace, warnings are left as they are)."""
+    (outside a trace, warnings are left as they are, and the block costs nothing)."""
+    return _quiet() if is_tracing() else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
     with warnings.catch_warnings():
-        if is_tracing():
-            warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)  # type: ignore[attr-defined]
         yield
 
 

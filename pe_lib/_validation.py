@@ -499,7 +499,11 @@ def check_positions(name: str, positions: object) -> torch.Tensor:
     if positions.numel() and not (torch.compiler.is_compiling() or positions.device.type == "meta"):
         if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
             raise ValueError(f"{name} must be finite positions, got a NaN or infinite entry")
-        low, high = positions.min().item(), positions.max().item()
+        if positions.numel() <= 64 and positions.device.type == "cpu":  # decoding: a few
+            values = positions.flatten().tolist()
+            low, high = min(values), max(values)
+        else:  # one read of both ends (on a GPU, one wait for the device instead of two)
+            low, high = torch.stack(torch.aminmax(positions)).tolist()
         if low < 0:
             raise ValueError(f"{name} must be non-negative positions, got a minimum of {low}")
         if high > MAX_EXACT_INT:

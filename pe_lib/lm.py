@@ -43,19 +43,12 @@ from torch import nn
 from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
-from ._validation import (
-    check_ids_below,
-    check_instance,
-    check_int64_tensor,
-    check_nonnegative_int,
-    check_positive_int,
-    check_real,
-)
+from ._validation import check_instance, check_nonnegative_int, check_positive_int, check_real
 from .encodings import ENCODINGS, ScoreBias
 from .modules import LearnedPositionalEncoding
 from .rope import RotaryEmbedding
 from .rope_scaling import ScalingConfig, resolve_scaling
-from .toy import _causal_attention, _check_tokens, _EmbeddedPositions
+from .toy import _causal_attention, _check_id_tensor, _check_tokens, _EmbeddedPositions
 
 __all__ = [
     "CORPUS_FILE",
@@ -439,14 +432,15 @@ def with_rope_scaling(
 
 def _check_ids(name: str, ids: object, vocab_size: int, shortest: int) -> torch.Tensor:
     """``ids``: a 1-d int64 tensor of at least ``shortest`` ids in ``[0, vocab_size)``."""
-    ids = check_int64_tensor(name, ids, 1, "a 1-d int64 tensor of character ids")
-    if ids.numel() < shortest:
-        raise ValueError(
-            f"{name} must hold at least {shortest} ids (one window and its next character), "
-            f"got {ids.numel()}"
-        )
-    check_ids_below(name, ids, vocab_size)
-    return ids
+    return _check_id_tensor(
+        name,
+        ids,
+        vocab_size,
+        ndim=1,
+        expected="a 1-d int64 tensor of character ids",
+        shortest=shortest,
+        why=f"{shortest} ids (one window and its next character)",
+    )
 
 
 def _check_length(name: str, seq_len: int, model: CharTransformer) -> None:

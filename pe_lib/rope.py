@@ -41,31 +41,38 @@ logits :math:`q^{\top}k` are multiplied by :math:`1/t`).
 Precision: angles :math:`m\,\theta_i` are formed in float64 from the positions (as in
 :mod:`pe_lib.sinusoidal`) and their cosines and sines are cast once to float32 (float64 for
 float64 inputs). The rotation of a float16 or bfloat16 input is computed in float32 and the
-result is rounded once to the input dtype. This also holds under ``torch.autocast``: the
-computation runs with autocast disabled. Forming angles in bfloat16 instead is badly wrong
-beyond a few hundred positions: bfloat16 keeps 8 significant bits, so between 8,192 and 16,384
-only multiples of 64 exist. Position 10,001 becomes 9,984, and the angle of the fastest pair
-(:math:`\theta_0 = 1` radian per position) is off by 17 radians.
+result is rounded once to the input dtype. This also holds under ``torch.autocast``: every
+operation used is elementwise, on no autocast list, and the dtypes are set explicitly. Forming
+angles in bfloat16 instead is badly wrong beyond a few hundred positions: bfloat16 keeps 8
+significant bits, so between 8,192 and 16,384 only multiples of 64 exist. Position 10,001
+becomes 9,984, and the angle of the fastest pair (:math:`\theta_0 = 1` radian per position) is
+off by 17 radians.
 
-Two formulas for one rotation, each with a reason: with autograd, under ``torch.compile`` (which
-fuses it by itself) and under ``torch.jit.trace``, plain out-of-place operations
-(``_rotate_formula``); otherwise the result is written into its output (``_rotate_into``, also
-the ``out=`` path): the interleaved float32 pairs as complex numbers times ``cos + i sin``, one
-pass; the half layout in three passes over cache-sized blocks; a float16 or bfloat16 input
-copied block by block into float32 scratch, rotated there and rounded once. The cos and sin are
-computed at every call (no state is kept between calls). Their costs against Hugging Face's
-formula, rotary-embedding-torch and one elementwise pass over ``x`` are measured by
+The rotation is one formula, ``x * [cos, cos] + swap(x) * [-sin, sin]`` (``_rotate_formula``:
+three out-of-place operations, each pair's channels exchanged by ``swap``), whose tables are
+the cos and sin of signed float64 angles (``-m theta_i`` for the first channel of each pair,
+exact: cos is even and sin odd to the last bit), so no table is assembled afterwards. It runs
+with autograd, under ``torch.compile`` (one graph, fused into one kernel), under
+``torch.jit.trace``, on GPUs and for small inputs on the CPU. Only on the CPU, without
+autograd, from ``2**16`` elements, the result is written into its output (``_rotate_into``)
+over blocks that stay in a core's cache: the interleaved float32 pairs as complex numbers times
+``cos + i sin``, one pass; the half layout in three passes; a float16 or bfloat16 input copied
+block by block into float32 scratch, rotated there and rounded once. On a GPU those passes would
+only launch more kernels. The cos and sin are computed at every call; the frequencies
+``theta_i`` of a scaling, head size and length are kept after the first call (they depend on
+nothing else). Their costs against transformers' own path, Hugging Face's formula,
+rotary-embedding-torch and one elementwise pass over ``x`` are measured by
 ``benchmarks/rope_speed.py`` and recorded in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import is_in_torch_dispatch_mode
 
 from ._precision import compute_dtype_for
 from ._tracing import is_tracing, static_size
@@ -90,19 +97,85 @@ __all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies", "
 #: input: 1 MiB of float32, so that a block and its tables stay in a per-core cache.
 _BLOCK_ELEMENTS = 1 << 18
 
+#: Elements of ``x`` from which, on the CPU without autograd, the rotation is written into its
+#: output block by block (:func:`_blocked`): below it, the formula's three operations cost less.
+_BLOCKED_FROM = 1 << 16
+
 
 def _frequencies_on(
-    config: ScalingConfig, head_dim: int, seq_len: float | None, device: torch.device
+    config: ScalingConfig,
+    head_dim: int,
+    seq_len: float | None,
+    device: torch.device,
+    layout: str | None = None,
 ) -> tuple[torch.Tensor, float]:
-    """The scaled theta_i on ``device`` in the angle dtype (float64 but on MPS), and the attention factor."""
-    theta, attention_factor = frequencies_at(config, head_dim, seq_len)
-    return theta.to(device=device, dtype=compute_dtype_for(device)), attention_factor
+    """The scaled theta_i on ``device`` in the angle dtype (float64 but on MPS), and the
+    attention factor. With a ``layout``, each theta_i is given once per channel of its pair,
+    negated for the first channel and in the layout's order (:func:`_signed`), ``(2n,)``.
+
+    They are formed on the CPU and sent in one copy that does not wait for the device's queue
+    (a copy from pageable memory is staged at once, so the source may go)."""
+    if layout is None:
+        theta, attention_factor = frequencies_at(config, head_dim, seq_len)
+    else:
+        theta, attention_factor = _signed_frequencies(config, head_dim, seq_len, layout)
+    dtype = compute_dtype_for(device)
+    if theta.device != device or theta.dtype != dtype:
+        theta = theta.to(device=device, dtype=dtype, non_blocking=True)
+    return theta, attention_factor
+
+
+#: :func:`_signed_frequencies` by scaling, head size, length and layout: plain float64 CPU
+#: tensors that nothing writes to (each call reads them into new tensors: products, copies).
+_FREQUENCY_VALUES: dict[tuple[object, ...], tuple[torch.Tensor, float]] = {}
+_FREQUENCY_VALUES_KEPT = 256  # entries before the dictionary starts over
+
+
+def _signed_frequencies(
+    config: ScalingConfig, head_dim: int, seq_len: float | None, layout: str
+) -> tuple[torch.Tensor, float]:
+    """:func:`_signed` of the scaled theta_i, float64 on the CPU, and the attention factor.
+
+    The values depend only on the arguments, so they are computed once and kept (at one token
+    a step, forming them took a fifth of :func:`apply_rope`'s time); the tensor kept never
+    requires grad and is only read. Under ``torch.compile`` and inside a dispatch mode (fake
+    tensors' shape propagation) they are formed where the call runs, neither read from nor
+    added to what is kept; nor is a tensor subclass or one formed in inference mode kept."""
+    if torch.compiler.is_compiling() or is_in_torch_dispatch_mode():
+        theta, attention_factor = frequencies_at(config, head_dim, seq_len)
+        return _signed(theta, layout), attention_factor
+    params = repr(sorted(config.params.items()))
+    key = (config.rope_type, config.base, params, head_dim, seq_len, layout)
+    kept = _FREQUENCY_VALUES.get(key)
+    if kept is None:
+        theta, attention_factor = frequencies_at(config, head_dim, seq_len)
+        theta = _signed(theta, layout)
+        if type(theta) is not torch.Tensor or theta.is_inference():
+            return theta, attention_factor
+        if len(_FREQUENCY_VALUES) >= _FREQUENCY_VALUES_KEPT:
+            _FREQUENCY_VALUES.clear()
+        kept = _FREQUENCY_VALUES[key] = theta, attention_factor
+    return kept
+
+
+def _signed(theta: torch.Tensor, layout: str) -> torch.Tensor:
+    """``(..., n)`` -> ``(..., 2n)``: each value once per channel of its pair in ``layout``'s
+    order, negated for the first channel (half: ``[-t, t]``; interleaved: ``[-t_0, t_0, -t_1,
+    t_1, ...]``). Negation is exact, and cos and sin are even and odd to the last bit, so the
+    cos and sin of these angles are :func:`_rotate_formula`'s tables ``[cos, cos]`` and
+    ``[-sin, sin]`` with the values of the ``n`` angles, formed once."""
+    if layout == "half":
+        return torch.cat((-theta, theta), dim=-1)
+    return torch.stack((-theta, theta), dim=-1).flatten(-2)
 
 
 def _angles(positions: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """positions (..., seq_len) times theta (n,) -> (..., seq_len, n), formed in theta's dtype."""
-    with _no_autocast(positions.device):
-        return positions.to(theta.dtype)[..., None] * theta
+    """positions (..., seq_len) times theta (n,) -> (..., seq_len, n), formed in theta's dtype
+    (int64 positions are converted exactly in the product itself; no autocast list holds an
+    elementwise product: it changes nothing here)."""
+    if positions.is_floating_point() and positions.dtype != theta.dtype:
+        positions = positions.to(theta.dtype)
+    return positions[..., None] * theta
 
 
 def _length_for(
@@ -118,9 +191,11 @@ def _length_for(
     compiled graph nor a ``meta`` tensor holds: there, these scalings are refused (trace) or
     need ``seq_len`` (compile, ``meta``), and a given ``seq_len`` is trusted.
     """
+    needs = config.entry.needs_seq_len
+    if seq_len is None and not needs:
+        return None
     if seq_len is not None:
         seq_len = check_positive_int("seq_len", seq_len)
-    needs = config.entry.needs_seq_len
     pitfall = f"{config.rope_type!r} scaling's frequencies depend on the sequence length"
     if needs and is_tracing():
         raise ValueError(
@@ -206,27 +281,28 @@ def _pairs_viewable(x: torch.Tensor) -> bool:
     )
 
 
-def _no_autocast(device: torch.device) -> contextlib.AbstractContextManager[None]:
-    """Autocast disabled on ``device`` (a no-op where autocast does not exist, e.g. ``meta``)."""
-    if torch.amp.is_autocast_available(device.type):
-        return torch.autocast(device_type=device.type, enabled=False)
-    return contextlib.nullcontext()
+def _swap(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """Each channel pair's two channels exchanged: half, ``(x1, x2) -> (x2, x1)``; interleaved,
+    ``(x_{2i}, x_{2i+1}) -> (x_{2i+1}, x_{2i})``. One pass."""
+    if layout == "half":
+        return x.roll(x.shape[-1] // 2, dims=-1)
+    return _as_pairs(x).flip(-1).flatten(-2)
 
 
 def _rotate_formula(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str
 ) -> torch.Tensor:
-    """Formula 1, the rotation as plain differentiable operations, computed in ``cos.dtype``.
+    """Formula 1, the rotation as three out-of-place operations, computed in ``cos.dtype``:
+    ``x * cos + swap(x) * sin`` with the full-width tables ``cos`` ``[cos, cos]`` and ``sin``
+    ``[-sin, sin]`` (:func:`_tables`; interleaved, pair by pair). ``x``: ``(..., seq_len, 2n)``.
 
-    Runs with autograd, under ``torch.compile`` (which fuses it by itself) and
-    ``torch.jit.trace``: these need out-of-place operations. ``x``: ``(..., seq_len, 2n)``.
+    A float16 or bfloat16 ``x`` is not copied first: type promotion reads it as float32 (exactly)
+    in the products, and its channels are exchanged in its own dtype, half the bytes.
+
+    Differentiable, traced and compiled as it is (a compiler fuses it into one kernel); on a
+    GPU, and for small inputs on the CPU, it is also the fastest way without autograd.
     """
-    x = x.to(cos.dtype)
-    if layout == "half":
-        x1, x2 = x.chunk(2, dim=-1)  # (..., seq_len, n) each
-        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
-    even, odd = x[..., 0::2], x[..., 1::2]  # (..., seq_len, n) each
-    return torch.stack((even * cos - odd * sin, odd * cos + even * sin), dim=-1).flatten(-2)
+    return torch.addcmul(x * cos, _swap(x, layout), sin)
 
 
 def _blocks(tensors: list[torch.Tensor], size: int) -> list[list[torch.Tensor]]:
@@ -258,12 +334,13 @@ def _as_complex(x: torch.Tensor) -> torch.Tensor:
 
 
 def _pass_tables(cos: torch.Tensor, sin: torch.Tensor, layout: str) -> list[torch.Tensor]:
-    """The tables :func:`_rotate_pass` reads, from cos and sin ``(..., seq_len, n)``:
-    interleaved, ``[cos + i sin]`` ``(..., seq_len, n)`` complex; half, ``[cos repeated for
-    both halves (..., seq_len, 2n), sin (..., seq_len, n)]``."""
+    """The tables :func:`_rotate_pass` reads, from the full-width tables ``[cos, cos]`` and
+    ``[-sin, sin]`` ``(..., seq_len, 2n)`` (:func:`_tables`): interleaved, ``[cos + i sin]``
+    ``(..., seq_len, n)`` complex; half, ``[cos repeated for both halves (..., seq_len, 2n),
+    sin (..., seq_len, n)]``."""
     if layout == "interleaved":
-        return [torch.complex(cos, sin)]
-    return [torch.cat((cos, cos), dim=-1), sin]
+        return [torch.complex(cos[..., 0::2], sin[..., 1::2])]
+    return [cos, sin[..., sin.shape[-1] // 2 :]]
 
 
 def _operands(x: torch.Tensor, layout: str) -> tuple[torch.Tensor, ...]:
@@ -377,6 +454,17 @@ def _check_out(name: str, out: object, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _blocked(x: torch.Tensor) -> bool:
+    """Whether the rotation of ``x`` is written into its output block by block
+    (:func:`_rotate_into`): on the CPU, without autograd, compiler or trace, for inputs of at
+    least ``_BLOCKED_FROM`` elements, where blocks that stay in a core's cache save passes over
+    memory. Elsewhere the formula's three operations run: a GPU has no such cache to reuse, and
+    there more operations mean more kernel launches."""
+    return not (torch.compiler.is_compiling() or is_tracing() or torch.is_grad_enabled()) and (
+        x.device.type == "cpu" and x.numel() >= _BLOCKED_FROM
+    )
+
+
 def _rotate(
     x: torch.Tensor,
     cos: torch.Tensor,
@@ -384,24 +472,23 @@ def _rotate(
     layout: str,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """:func:`rotate` for checked arguments, ``cos`` and ``sin`` in the rotation dtype."""
-    rotary = 2 * cos.shape[-1]
-    with _no_autocast(x.device):
-        # Formula 2 writes into buffers: autograd, compiled graphs, traces and vmap's batched
-        # tensors take formula 1 (vmap runs under autograd when it trains models).
-        plain = torch.is_grad_enabled() or torch.compiler.is_compiling() or is_tracing()
-        if plain:
-            if rotary == x.shape[-1]:
-                result = _rotate_formula(x, cos, sin, layout).to(x.dtype)
-            else:  # partial rotation: the channels beyond the first 2n pass unchanged
-                turned = _rotate_formula(x[..., :rotary], cos, sin, layout).to(x.dtype)
-                result = torch.cat((turned, x[..., rotary:]), dim=-1)
-            return result if out is None else out.copy_(result)
+    """:func:`rotate` for checked arguments, ``cos`` and ``sin`` the full-width tables
+    ``[cos, cos]`` and ``[-sin, sin]`` (:func:`_tables`) in the rotation dtype."""
+    rotary = cos.shape[-1]
+    if _blocked(x):
         if out is None:
             out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
         _rotate_into(x[..., :rotary], cos, sin, layout, out[..., :rotary])
-        out[..., rotary:].copy_(x[..., rotary:])  # partial rotation: the rest pass unchanged
+        if rotary < x.shape[-1]:  # partial rotation: the rest pass unchanged
+            out[..., rotary:].copy_(x[..., rotary:])
         return out
+    if rotary == x.shape[-1]:
+        result = _rotate_formula(x, cos, sin, layout)
+        result = result if result.dtype == x.dtype else result.to(x.dtype)
+    else:  # partial rotation: the channels beyond the first 2n pass unchanged
+        turned = _rotate_formula(x[..., :rotary], cos, sin, layout).to(x.dtype)
+        result = torch.cat((turned, x[..., rotary:]), dim=-1)
+    return result if out is None else out.copy_(result)
 
 
 def rotate(
@@ -444,7 +531,17 @@ def rotate(
     if out is not None:
         out = _check_out("out", out, x)
     dtype = _rotation_dtype(x)
-    return _rotate(x, cos.to(dtype), sin.to(dtype), layout, out)
+    return _rotate(x, *_full_width(cos.to(dtype), sin.to(dtype), layout), layout, out)
+
+
+def _full_width(
+    cos: torch.Tensor, sin: torch.Tensor, layout: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin ``(..., n)`` -> the formula's tables ``[cos, cos]`` and ``[-sin, sin]``
+    ``(..., 2n)``, each value once per channel of its pair in ``layout``'s order."""
+    if layout == "half":
+        return torch.cat((cos, cos), dim=-1), _signed(sin, layout)
+    return torch.stack((cos, cos), dim=-1).flatten(-2), _signed(sin, layout)
 
 
 def _rotation_tables(
@@ -463,9 +560,12 @@ def _tables(
     seq_len: float | None,
     positions: torch.Tensor,
     dtype: torch.dtype,
+    layout: str,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention-scaled cos and sin ``(..., len(positions), n)`` on the positions' device."""
-    theta, attention_factor = _frequencies_on(config, head_dim, seq_len, positions.device)
+    """Attention-scaled full-width tables ``[cos, cos]`` and ``[-sin, sin]``
+    ``(..., len(positions), 2n)`` in ``layout``'s channel order, on the positions' device:
+    the cos and sin of the ``n`` float64 angles, each rounded once to ``dtype``."""
+    theta, attention_factor = _frequencies_on(config, head_dim, seq_len, positions.device, layout)
     return _rotation_tables(_angles(positions, theta), attention_factor, dtype)
 
 
@@ -533,7 +633,7 @@ def apply_rope(
             positions = check_positions("positions", positions)
             check_positions_match("positions", positions, x)
         length = _length_for(config, positions, seq_len, "apply_rope")
-        cos, sin = _tables(config, head_dim, length, positions, _rotation_dtype(x))
+        cos, sin = _tables(config, head_dim, length, positions, _rotation_dtype(x), layout)
         return _rotate(x, cos, sin, layout, out)
 
 
@@ -617,9 +717,12 @@ class RotaryEmbedding(nn.Module):
     def _tables(
         self, positions: torch.Tensor, seq_len: int | None, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Attention-scaled cos and sin ``(len(positions), head_dim / 2)`` in the angle dtype."""
+        """Attention-scaled full-width tables ``(len(positions), rotary channels)`` in the angle
+        dtype (:func:`_tables`)."""
         dtype = compute_dtype_for(device)
-        return _tables(self.scaling, self.head_dim, seq_len, positions.to(device), dtype)
+        return _tables(
+            self.scaling, self.head_dim, seq_len, positions.to(device), dtype, self.layout
+        )
 
     def extra_repr(self) -> str:
         scaling = (
@@ -694,11 +797,13 @@ class RotaryEmbedding(nn.Module):
                     f"+ 1), got seq_len={seq_len}"
                 )
         cos, sin = self._window(offset, end, seq_len)
+        tables: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
         rotated = []
         for i, t in enumerate((q, k)):
-            dtype = _rotation_dtype(t)
-            ct, st = cos.to(t.device, dtype), sin.to(t.device, dtype)
-            rotated.append(_rotate(t, ct, st, self.layout, None if out is None else outs[i]))
+            key = (t.device, _rotation_dtype(t))
+            if key not in tables:  # q and k alike (the usual case) share one cast
+                tables[key] = cos.to(*key), sin.to(*key)
+            rotated.append(_rotate(t, *tables[key], self.layout, None if out is None else outs[i]))
         return rotated[0], rotated[1]
 
     def _window(

@@ -65,8 +65,9 @@ def angular_frequencies(d_model: int, base: float = DEFAULT_BASE) -> torch.Tenso
     """
     d_model = check_positive_int("d_model", d_model)
     base = check_base("base", base)
-    pair_index = torch.arange((d_model + 1) // 2, dtype=torch.float64)  # i = 0 .. ceil(d/2)-1
-    return torch.pow(base, -2.0 * pair_index / d_model)
+    # -2i for i = 0 .. ceil(d/2) - 1, exact in float64
+    exponents = torch.arange(0.0, -2.0 * ((d_model + 1) // 2), -2.0, dtype=torch.float64)
+    return torch.pow(base, exponents / d_model)
 
 
 def wavelengths(d_model: int, base: float = DEFAULT_BASE) -> torch.Tensor:

@@ -389,14 +389,29 @@ def _causal_attention(
     return out, weights
 
 
+def _check_id_tensor(
+    name: str, ids: object, vocab_size: int, *, ndim: int, expected: str, shortest: int, why: str
+) -> torch.Tensor:
+    """``ids``: an int64 tensor of ``ndim`` dimensions (``expected`` describes it) holding at
+    least ``shortest`` ids (``why`` says what that is), each in ``[0, vocab_size)``."""
+    ids = check_int64_tensor(name, ids, ndim, expected)
+    if ids.numel() < shortest:
+        raise ValueError(f"{name} must hold at least {why}, got shape {tuple(ids.shape)}")
+    check_ids_below(name, ids, vocab_size)
+    return ids
+
+
 def _check_tokens(tokens: object, vocab_size: int) -> None:
     """``tokens`` must be int64 ids in ``[0, vocab_size)`` of shape ``(batch, seq_len >= 1)``."""
-    tokens = check_int64_tensor("tokens", tokens, 2, "an int64 tensor of shape (batch, seq_len)")
-    if tokens.numel() == 0:
-        raise ValueError(
-            f"tokens must hold at least one token per sequence, got shape {tuple(tokens.shape)}"
-        )
-    check_ids_below("tokens", tokens, vocab_size)
+    _check_id_tensor(
+        "tokens",
+        tokens,
+        vocab_size,
+        ndim=2,
+        expected="an int64 tensor of shape (batch, seq_len)",
+        shortest=1,
+        why="one token per sequence",
+    )
 
 
 def _fit(

@@ -324,13 +324,20 @@ def test_decoding_token_by_token_equals_full_sequence(layout):
 def test_rotary_embedding_caches_tables_but_has_no_state_and_follows_dtype():
     rotary = RotaryEmbedding(8, base=500.0, layout="half", max_len=16)
     assert rotary.state_dict() == {} and list(rotary.parameters()) == []
-    # the cached cos and sin: float64, one row per position, kept in float64 through casts
-    assert [tuple(b.shape) for b in rotary.buffers()] == [(16, 4), (16, 4)]
+    # the cached cos and sin: float64, one row per position, one column per channel (each
+    # pair's cos twice, its sin negated for the first channel), kept in float64 through casts
+    assert [tuple(b.shape) for b in rotary.buffers()] == [(16, 8), (16, 8)]
     for cast in (lambda m: m.to(torch.bfloat16), lambda m: m.half(), lambda m: m.float()):
         assert all(b.dtype == torch.float64 for b in cast(rotary).buffers())
     angles = rope_angles(torch.arange(16), 8, base=500.0)
-    torch.testing.assert_close(rotary.cos_table, angles.cos(), rtol=0, atol=0)
-    torch.testing.assert_close(rotary.sin_table, angles.sin(), rtol=0, atol=0)
+    cos, sin = angles.cos(), angles.sin()
+    torch.testing.assert_close(rotary.cos_table, torch.cat((cos, cos), -1), rtol=0, atol=0)
+    torch.testing.assert_close(rotary.sin_table, torch.cat((-sin, sin), -1), rtol=0, atol=0)
+    pairs = RotaryEmbedding(8, base=500.0, max_len=16)  # interleaved: pair by pair
+    torch.testing.assert_close(pairs.cos_table[:, 0::2], cos, rtol=0, atol=0)
+    torch.testing.assert_close(pairs.cos_table[:, 1::2], cos, rtol=0, atol=0)
+    torch.testing.assert_close(pairs.sin_table[:, 0::2], -sin, rtol=0, atol=0)
+    torch.testing.assert_close(pairs.sin_table[:, 1::2], sin, rtol=0, atol=0)
     q = torch.randn(1, 3, 8, dtype=torch.bfloat16)
     q_rot, k_rot = rotary(q, q, offset=4)
     assert q_rot.dtype == torch.bfloat16

@@ -257,6 +257,36 @@ def test_fake_tensors_give_shapes_and_real_calls_after_them_give_values():
     torch.testing.assert_close(apply_rope(x), apply_rope(x, torch.arange(5)), rtol=0, atol=0)
 
 
+def test_frequencies_kept_between_calls_serve_every_mode_alike():
+    """The frequencies kept after a first call give the same rotation; fake tensors after real
+    calls, and inference mode before autograd, are unaffected by them."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4}
+    for layout in ("interleaved", "half"):
+        first = apply_rope(x, layout=layout, scaling=yarn, base=500.0)
+        with FakeTensorMode():
+            fake = apply_rope(torch.randn(2, 5, 8), layout=layout, scaling=yarn, base=500.0)
+            assert fake.shape == (2, 5, 8)
+        with torch.inference_mode():
+            apply_rope(x, layout=layout)
+        leaf = x.clone().requires_grad_()
+        apply_rope(leaf, layout=layout).sum().backward()
+        assert leaf.grad is not None
+        torch.testing.assert_close(
+            apply_rope(x, layout=layout, scaling=yarn, base=500.0), first, rtol=0, atol=0
+        )
+        # the kept (signed) frequencies give the rotation by the cos and sin of fresh angles
+        angles = rope_angles(torch.arange(5), 8)
+        torch.testing.assert_close(
+            apply_rope(x, layout=layout),
+            rotate(x, angles.cos(), angles.sin(), layout),
+            rtol=0,
+            atol=0,
+        )
+
+
 # --- scalings whose frequencies depend on the length ------------------------------------------
 
 

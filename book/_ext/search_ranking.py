@@ -13,6 +13,9 @@ extension gives the search page what it needs to tell which page is about a word
 - when the HTML build ends, ``_static/pe-search-weights.js``: for each word, the pages whose prose
   uses it at least ``MIN_COUNT`` times and how densely (uses per thousand words), where each use
   of an abbreviation counts for the words it stands for;
+- in the Korean edition, the glossary's terms (``locale/ko/glossary.tsv``): each use of a
+  one-word Korean term (파장) counts for the English word it translates (wavelength), which the
+  API reference, in English in both editions, names;
 - Sphinx's documented hook for ranking, ``html_search_scorer``: ``search_scorer.js`` (next to
   this file) keeps Sphinx's scores and adds to a page's score up to ``Scorer.pageBoost``, in
   proportion to its density against the densest page for the searched words.
@@ -33,6 +36,8 @@ from sphinx.application import Sphinx
 from sphinx.search import SearchLanguage, languages
 
 WEIGHTS_FILE = "pe-search-weights.js"
+GLOSSARY = Path(__file__).resolve().parents[2] / "locale" / "ko" / "glossary.tsv"
+GLOSSARY_ENTRY = "(glossary)"
 SCORER = Path(__file__).with_name("search_scorer.js")
 # A page counts as using a word from this many uses on.
 MIN_COUNT = 3
@@ -100,6 +105,37 @@ def abbreviations(text: str) -> dict[str, list[str]]:
         words = _stands_for(match.group(2), match.group(1).split())
         if words:
             found[match.group(2)] = words
+    return found
+
+
+def _literal(pattern: str) -> str | None:
+    """The first English form a glossary pattern matches ("wavelengths?" -> "wavelength",
+    "frequenc(?:y|ies)" -> "frequency"), or None where the pattern is more than that."""
+    depth, end = 0, len(pattern)
+    for at, char in enumerate(pattern):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "|" and depth == 0:
+            end = at
+            break
+    first = pattern[:end]
+    first = re.sub(r"\(\?<?[!=][^)]*\)", "", first)  # lookarounds
+    first = re.sub(r"\(\?:[^)]*\)\?", "", first)  # an optional group
+    first = re.sub(r"\(\?:([^|)]*)(?:\|[^)]*)?\)", r"\1", first)  # a group: its first choice
+    first = re.sub(r"\[(.)[^\]]*\]", r"\1", first)  # a class: its first letter
+    first = re.sub(r".\?", "", first)  # an optional letter
+    return None if re.search(r"[\\()\[\]?*+|{}]", first) else first
+
+
+def glossary(path: Path = GLOSSARY) -> dict[str, str]:
+    """The glossary's one-word Korean terms, each with the English words it translates."""
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or "\t" not in line:
+            continue
+        english, korean = line.split("\t")[:2]
+        literal = _literal(english)
+        if literal and english != "english" and len(korean.split()) == 1:
+            found.setdefault(korean, literal)
     return found
 
 
@@ -181,9 +217,14 @@ def weights(
 def _write(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    table = weights(
-        getattr(app.env, "pe_search_words", {}), getattr(app.env, "pe_search_abbreviations", {})
-    )
+    defined = dict(getattr(app.env, "pe_search_abbreviations", {}))
+    language = _language(app)
+    if language.lang == "ko" and GLOSSARY.is_file():
+        defined[GLOSSARY_ENTRY] = {
+            language.stem(korean): _words(language, english)
+            for korean, english in glossary().items()
+        }
+    table = weights(getattr(app.env, "pe_search_words", {}), defined)
     static = Path(app.outdir) / "_static"
     static.mkdir(parents=True, exist_ok=True)
     text = json.dumps(table, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

@@ -165,7 +165,18 @@
   function target(article, anchor) {
     const found = anchor && article.querySelector(`[id="${CSS.escape(anchor)}"]`);
     if (!found) return [article];
-    if (found.tagName === "DT" && found.nextElementSibling) return [found, found.nextElementSibling];
+    if (found.tagName === "DT") {
+      // A method's or attribute's signature names it alone (forward(ids, positions=None)); the
+      // search found it by its full name (pe_lib.pretrained.RotaryLlama.forward): the owner's
+      // name is put before its own, as a class's signature has its module's.
+      const own = found.querySelector(".sig-name");
+      const dot = found.id.lastIndexOf(".");
+      if (own && dot > 0 && !found.querySelector(".sig-prename") && !found.dataset.peNamed) {
+        own.before(found.id.slice(0, dot + 1));
+        found.dataset.peNamed = "true";
+      }
+      return found.nextElementSibling ? [found, found.nextElementSibling] : [found];
+    }
     return [found];
   }
 

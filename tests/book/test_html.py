@@ -1282,7 +1282,8 @@ def _search(visit, query: str) -> tuple[object, list[dict]]:
     page = visit(f"search.html?q={query}").page
     page.wait_for_selector("#search-results ul.search li", timeout=20_000)
     page.wait_for_function(
-        "() => document.querySelector('#search-progress')?.textContent.trim().length > 0",
+        # Sphinx lists the results one by one, then says how many it found.
+        "() => document.querySelector('#search-results p.search-summary')?.textContent.trim()",
         timeout=20_000,
     )
     page.wait_for_function(SNIPPETS_DONE, timeout=20_000)

@@ -84,8 +84,10 @@
           "script, style, nav, .headerlink, .toctree-wrapper, .pe-edition-switch")) {
           element.remove();
         }
+        // Inline math stands between the prose's own spaces; display math is a block of its own.
         for (const math of article.querySelectorAll(".math")) {
-          math.textContent = " " + plainMath(math.textContent) + " ";
+          const text = plainMath(math.textContent);
+          math.textContent = math.tagName === "DIV" ? ` ${text} ` : text;
         }
         return article;
       }));

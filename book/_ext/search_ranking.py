@@ -2,7 +2,7 @@
 
 Sphinx scores a page that has the searched word in its text at 5, whatever it says about it, and
 an API object whose name holds the word at 11 or more: a search for "rotary" listed four API
-entries before the chapter on RoPE, which writes "rotary" twice and "RoPE" on every page. This
+entries before the chapter on RoPE, which writes "rotary" twice and "RoPE" throughout. This
 extension gives the search page what it needs to tell which page is about a word:
 
 - while each document is read (``doctree-read``), how often each word (stemmed as the search

@@ -15,7 +15,9 @@ extension gives the search page what it needs to tell which page is about a word
   of an abbreviation counts for the words it stands for;
 - in the Korean edition, the glossary's terms (``locale/ko/glossary.tsv``): each use of a
   one-word Korean term (파장) counts for the English word it translates (wavelength), which the
-  API reference, in English in both editions, names;
+  API reference, in English in both editions, names; the same file gives the search page's
+  snippets those terms (``window.peSearchTranslations``), so that a Korean page found by an
+  English word is quoted where its prose says it in Korean;
 - Sphinx's documented hook for ranking, ``html_search_scorer``: ``search_scorer.js`` (next to
   this file) keeps Sphinx's scores and adds to a page's score up to ``Scorer.pageBoost``, in
   proportion to its density against the densest page for the searched words.
@@ -227,8 +229,17 @@ def _write(app: Sphinx, exception: Exception | None) -> None:
     table = weights(getattr(app.env, "pe_search_words", {}), defined)
     static = Path(app.outdir) / "_static"
     static.mkdir(parents=True, exist_ok=True)
+    # The glossary's Korean terms for each English word, for the snippets (pe-search.js).
+    translations: dict[str, list[str]] = {}
+    for korean, stems in defined.get(GLOSSARY_ENTRY, {}).items():
+        for stem in stems:
+            translations.setdefault(stem, []).append(korean)
     text = json.dumps(table, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    (static / WEIGHTS_FILE).write_text(f"window.peSearchWeights = {text};\n", encoding="utf-8")
+    translated = json.dumps(translations, ensure_ascii=False, sort_keys=True)
+    (static / WEIGHTS_FILE).write_text(
+        f"window.peSearchWeights = {text};\nwindow.peSearchTranslations = {translated};\n",
+        encoding="utf-8",
+    )
 
 
 def _scorer(app: Sphinx, config: Any) -> None:

@@ -102,97 +102,57 @@
     const query = (new URLSearchParams(location.search).get("q") || "").toLowerCase();
     const split = typeof splitQuery === "function" ? splitQuery : (q) => q.split(/\s+/);
     const stemmer = typeof Stemmer === "function" ? new Stemmer() : { stemWord: (w) => w };
-    return split(query).filter((word) => word.length > 0).map((word) => ({
-      word, stem: stemmer.stemWord(word), symbol: GREEK[word] || null, stemmer,
-    }));
+    const translated = window.peSearchTranslations || {};
+    return split(query).filter((word) => word.length > 0).map((word) => {
+      const stem = stemmer.stemWord(word);
+      return { word, stem, symbol: GREEK[word] || null, stemmer, translations: translated[stem] || [] };
+    });
   }
 
-  // Where the text uses a searched word: [start, end) of the first word of the text that is one
-  // (its stem or itself), else of the first that holds one; null where none.
+  // Where the text uses a searched word: {span: [start, end), level} of the first word of the
+  // text that is one (its stem or itself: level 0), else of the first that holds one (level 1),
+  // else of the first that translates it (level 2: in the Korean edition, 파장 for "wavelength",
+  // from the book's glossary); null where none.
   function findWord(text, words) {
     let holding = null;
+    let translating = null;
     for (const match of text.matchAll(/[\p{L}\p{N}_]+/gu)) {
       const token = match[0].toLowerCase();
       const span = [match.index, match.index + match[0].length];
-      for (const { word, stem, symbol, stemmer } of words) {
-        if (token === word || stemmer.stemWord(token) === stem) return span;
-        if (symbol && token.split(/[_^]/)[0] === symbol) return span;
+      for (const { word, stem, symbol, stemmer, translations } of words) {
+        if (token === word || stemmer.stemWord(token) === stem) return { span, level: 0 };
+        if (symbol && token.split(/[_^]/)[0] === symbol) return { span, level: 0 };
         if (holding === null && word.length > 2 && token.includes(word)) holding = span;
+        if (translating === null && translations.includes(stemmer.stemWord(token))) {
+          translating = span;
+        }
       }
     }
-    return holding;
+    if (holding) return { span: holding, level: 1 };
+    return translating ? { span: translating, level: 2 } : null;
   }
 
-  // The sentence of ``text`` around [start, end), at most WIDTH characters.
-  function sentence(text, start, end) {
-    const ends = [];
-    for (const match of text.matchAll(/[.!?。](?=\s+|$)/g)) {
-      const before = text.slice(0, match.index).match(/([\p{L}.]+)$/u);
-      if (before && NO_END.has(before[1].toLowerCase())) continue;
-      ends.push(match.index + 1);
-    }
-    let from = 0;
-    let to = text.length;
-    for (const at of ends) {
-      if (at <= start) from = at;
-      else if (at >= end) { to = at; break; }
-    }
-    let lead = "";
-    let tail = "";
-    if (to - from > WIDTH) {
-      const middle = Math.floor((start + end) / 2);
-      let cutFrom = Math.max(from, Math.min(middle - WIDTH / 2, to - WIDTH));
-      let cutTo = cutFrom + WIDTH;
-      if (cutFrom > from) {
-        const space = text.indexOf(" ", cutFrom);
-        if (space >= 0 && space < start) cutFrom = space + 1;
-        lead = "…";
-      }
-      if (cutTo < to) {
-        const space = text.lastIndexOf(" ", cutTo);
-        if (space >= end) cutTo = space;
-        tail = "…";
-      }
-      from = cutFrom;
-      to = cutTo;
-    }
-    const raw = text.slice(from, to);
-    const shown = raw.trimStart();
-    return { lead, tail, text: shown.trimEnd(), at: start - from - (raw.length - shown.length),
-             length: end - start };
-  }
-
-  // The part of a page a result links to: the API entry (its signature and description), the
-  // section, or the whole article.
-  function target(article, anchor) {
-    const found = anchor && article.querySelector(`[id="${CSS.escape(anchor)}"]`);
-    if (!found) return [article];
-    if (found.tagName === "DT") {
-      // A method's or attribute's signature names it alone (forward(ids, positions=None)); the
-      // search found it by its full name (pe_lib.pretrained.RotaryLlama.forward): the owner's
-      // name is put before its own, as a class's signature has its module's.
-      const own = found.querySelector(".sig-name");
-      const dot = found.id.lastIndexOf(".");
-      if (own && dot > 0 && !found.querySelector(".sig-prename") && !found.dataset.peNamed) {
-        own.before(found.id.slice(0, dot + 1));
-        found.dataset.peNamed = "true";
-      }
-      return found.nextElementSibling ? [found, found.nextElementSibling] : [found];
-    }
-    return [found];
-  }
-
-  // The snippet of a result: its sentence with the word, from the prose first, then the code.
+  // The snippet of a result: its sentence with the word, from the prose first (where it uses the
+  // word itself, else where it translates it), then from a line of code.
   function snippetOf(roots, words) {
     const blocks = (selector, keep) => roots.flatMap((root) =>
       (root.matches(selector) ? [root] : []).concat(Array.from(root.querySelectorAll(selector))))
       .filter(keep);
-    const prose = blocks(PROSE, (b) => !b.closest(NOT_PROSE));
-    const code = blocks(CODE, () => true);
-    for (const block of prose.concat(code)) {
-      const text = flat(block);
-      const span = findWord(text, words);
-      if (!span) continue;
+    const prose = blocks(PROSE, (b) => !b.closest(NOT_PROSE)).map((block) => [block, flat(block)]);
+    const code = blocks(CODE, () => true).flatMap((block) =>
+      block.textContent.split("\n").map((line) => [block, line.trim()]));
+    let best = null;
+    for (const [block, text] of prose) {
+      const found = findWord(text, words);
+      if (found && (best === null || found.level < best.level)) best = { block, text, ...found };
+      if (best && best.level === 0) break;
+    }
+    for (const [block, text] of best ? [] : code) {
+      const found = findWord(text, words);
+      if (found) { best = { block, text, ...found }; break; }
+    }
+    if (best) {
+      const { block, text, span } = best;
       const found = sentence(text, span[0], span[1]);
       // An API entry named with the word: its signature, then what its description says first.
       const description = block.tagName === "DT" && block.nextElementSibling;
@@ -207,7 +167,7 @@
     }
     // The page matched on a word it uses nowhere in its text (a title, an index entry): its
     // first sentence.
-    const first = prose.map(flat).find((text) => text.length > 0);
+    const first = prose.map(([, text]) => text).find((text) => text.length > 0);
     return first ? sentence(first, 0, 0) : null;
   }
 

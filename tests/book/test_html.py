@@ -1261,7 +1261,14 @@ def _edition() -> str:
 # (파장을), which the search drops: 파장은, 파장이 are found too.
 SNIPPET_SEARCHES = {
     "en": {"rotary": ("rotar",), "wavelength": ("wavelength",), "theta": ("θ", "theta")},
-    "ko": {"파장을": ("파장",), "회전": ("회전",), "theta": ("θ", "theta")},
+    "ko": {
+        "파장을": ("파장",),
+        "회전": ("회전",),
+        "theta": ("θ", "theta"),
+        # An English word that the Korean chapters write in Korean (the glossary's 파장): their
+        # snippets quote the Korean sentence, the API entries' the English one.
+        "wavelength": ("wavelength", "파장"),
+    },
 }
 # What math leaves in a snippet that quotes its TeX: a backslash, a command's name (M_k^ top,
 # endpmatrix. endsplit, lambda_i = frac2 pi omega_i), or a brace.

@@ -53,7 +53,8 @@ def built(tmp_path_factory):
     text = (out / "_static" / search_ranking.WEIGHTS_FILE).read_text(encoding="utf-8")
     prefix = "window.peSearchWeights = "
     assert text.startswith(prefix)
-    return out, json.loads(text[len(prefix) :].strip().rstrip(";"))
+    weights = text.splitlines()[0]
+    return out, json.loads(weights[len(prefix) :].strip().rstrip(";"))
 
 
 def test_the_page_about_a_word_uses_it_most_densely(built) -> None:

@@ -132,6 +132,65 @@
     return translating ? { span: translating, level: 2 } : null;
   }
 
+  // The sentence of ``text`` around [start, end), at most WIDTH characters.
+  function sentence(text, start, end) {
+    const ends = [];
+    for (const match of text.matchAll(/[.!?。](?=\s+|$)/g)) {
+      const before = text.slice(0, match.index).match(/([\p{L}.]+)$/u);
+      if (before && NO_END.has(before[1].toLowerCase())) continue;
+      ends.push(match.index + 1);
+    }
+    let from = 0;
+    let to = text.length;
+    for (const at of ends) {
+      if (at <= start) from = at;
+      else if (at >= end) { to = at; break; }
+    }
+    let lead = "";
+    let tail = "";
+    if (to - from > WIDTH) {
+      const middle = Math.floor((start + end) / 2);
+      let cutFrom = Math.max(from, Math.min(middle - WIDTH / 2, to - WIDTH));
+      let cutTo = cutFrom + WIDTH;
+      if (cutFrom > from) {
+        const space = text.indexOf(" ", cutFrom);
+        if (space >= 0 && space < start) cutFrom = space + 1;
+        lead = "…";
+      }
+      if (cutTo < to) {
+        const space = text.lastIndexOf(" ", cutTo);
+        if (space >= end) cutTo = space;
+        tail = "…";
+      }
+      from = cutFrom;
+      to = cutTo;
+    }
+    const raw = text.slice(from, to);
+    const shown = raw.trimStart();
+    return { lead, tail, text: shown.trimEnd(), at: start - from - (raw.length - shown.length),
+             length: end - start };
+  }
+
+  // The part of a page a result links to: the API entry (its signature and description), the
+  // section, or the whole article.
+  function target(article, anchor) {
+    const found = anchor && article.querySelector(`[id="${CSS.escape(anchor)}"]`);
+    if (!found) return [article];
+    if (found.tagName === "DT") {
+      // A method's or attribute's signature names it alone (forward(ids, positions=None)); the
+      // search found it by its full name (pe_lib.pretrained.RotaryLlama.forward): the owner's
+      // name is put before its own, as a class's signature has its module's.
+      const own = found.querySelector(".sig-name");
+      const dot = found.id.lastIndexOf(".");
+      if (own && dot > 0 && !found.querySelector(".sig-prename") && !found.dataset.peNamed) {
+        own.before(found.id.slice(0, dot + 1));
+        found.dataset.peNamed = "true";
+      }
+      return found.nextElementSibling ? [found, found.nextElementSibling] : [found];
+    }
+    return [found];
+  }
+
   // The snippet of a result: its sentence with the word, from the prose first (where it uses the
   // word itself, else where it translates it), then from a line of code.
   function snippetOf(roots, words) {

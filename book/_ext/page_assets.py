@@ -9,7 +9,10 @@ the page's context:
   ``hangul.css``): Hangul in the page (its text, its title, the book's title or the language
   switch's label), or the search page, whose results may quote it;
 - the search page: ``pe-search.js``, which writes each result's snippet, and ``pe-search.css``
-  (Sphinx's own are turned off with ``html_show_search_summary``).
+  (Sphinx's own are turned off with ``html_show_search_summary``); ``pe-search-weights.js``, how
+  densely each page uses each word, which the search scorer reads (``search_ranking.py``);
+- code or printed output: ``pe-scroll-boxes.js``, which makes each box that scrolls sideways
+  reachable with the keyboard and labelled.
 
 The book's own files are added to the pages that use them, and to no other, by Sphinx's
 ``add_js_file`` and ``add_css_file`` called during ``html-page-context`` (documented: "added to
@@ -102,6 +105,10 @@ def _hangul(page: Page) -> bool:
     return page.pagename == "search" or bool(HANGUL.search(page.text))
 
 
+def _code(page: Page) -> bool:
+    return page.nodes(lambda n: isinstance(n, nodes.literal_block))
+
+
 def _search(page: Page) -> bool:
     return page.pagename == "search"
 
@@ -115,11 +122,9 @@ OWN: list[tuple[str, int, Callable[[Page], bool]]] = [
     ("hangul.css", CONFIGURED - 1, _hangul),
     ("pe-search.js", 500, _search),
     ("pe-search.css", 500, _search),
+    ("pe-search-weights.js", 500, _search),
+    ("pe-scroll-boxes.js", CONFIGURED, _code),
 ]
-
-
-def _code(page: Page) -> bool:
-    return page.nodes(lambda n: isinstance(n, nodes.literal_block))
 
 
 def _toggles(page: Page) -> bool:

@@ -1,87 +1,261 @@
-// The search page's snippets: for each result, the words around the first place the page's
-// article says what was searched for, with its math as plain text.
+// The search page's snippets: for each result, the sentence in which its page (or the section,
+// or the API entry, it links to) uses the searched word, with the word highlighted and any
+// formula in it as text (θ_i, M_k^⊤, 2π/ω_i), never as TeX.
 //
 // Sphinx's own snippets are turned off (html_show_search_summary = False in _config.yml): Sphinx
 // looks for the stemmed word ("rotari" for "rotary"), and where that is not in the text it quotes
-// the page from its start, the article's header (the language switch, the download buttons); and
-// it quotes math as its TeX source (\(\theta_i\)). This reads the results Sphinx lists
-// (ul.search li, each with a link to its page) and adds the snippet (p.context) itself.
+// the page from its start, the article's header (the language switch, the download buttons); it
+// quotes math as its TeX source (\(\theta_i\)), and gives an API entry no snippet. This reads the
+// results Sphinx lists (ul.search li, each with a link) and adds the snippet (p.context) itself.
+//
+// The word is looked for as Sphinx found it: a word of the text whose stem (Sphinx's Stemmer, from
+// the edition's language_data.js) is the searched word's, or that holds the searched word
+// (RotaryEmbedding for "rotary"). It is looked for in the prose first (paragraphs, list items,
+// headings, table cells, an API entry's description), in code only where the prose lacks it.
 (function () {
   "use strict";
-  const CONTEXT = 120; // characters before the match; twice that in all
-  const words = (new URLSearchParams(location.search).get("q") || "")
-    .toLowerCase()
-    .split(/\s+/)
-    .filter((word) => word.length > 0);
+  const WIDTH = 240; // the most characters a snippet shows
+  const PROSE = "p, li, dt, dd, h1, h2, h3, h4, h5, h6, th, td, caption, figcaption";
+  const CODE = "pre";
+  const NOT_PROSE = "pre, div.highlight, .cell_input, .cell_output";
+  // Words after which a full stop ends no sentence.
+  const NO_END = new Set(["e.g", "i.e", "al", "etc", "fig", "eq", "vs", "cf", "sec", "no"]);
 
-  // TeX as text: \(m\,\theta_i\) -> "m theta_i", \(\mathbb{R}^d\) -> "R^d".
+  const GREEK = {
+    alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", zeta: "ζ",
+    eta: "η", theta: "θ", vartheta: "θ", iota: "ι", kappa: "κ", lambda: "λ", mu: "μ", nu: "ν",
+    xi: "ξ", pi: "π", rho: "ρ", sigma: "σ", tau: "τ", upsilon: "υ", phi: "φ", varphi: "φ",
+    chi: "χ", psi: "ψ", omega: "ω", Gamma: "Γ", Delta: "Δ", Theta: "Θ", Lambda: "Λ", Xi: "Ξ",
+    Pi: "Π", Sigma: "Σ", Phi: "Φ", Psi: "Ψ", Omega: "Ω",
+  };
+  const SYMBOLS = Object.assign({}, GREEK, {
+    cdot: "·", times: "×", top: "⊤", intercal: "⊤", le: "≤", leq: "≤", ge: "≥", geq: "≥",
+    ne: "≠", neq: "≠", approx: "≈", sim: "~", simeq: "≃", to: "→", rightarrow: "→",
+    mapsto: "↦", infty: "∞", in: "∈", sum: "Σ", prod: "Π", ldots: "…", dots: "…", cdots: "…",
+    pm: "±", lfloor: "⌊", rfloor: "⌋", lceil: "⌈", rceil: "⌉", langle: "⟨", rangle: "⟩",
+    partial: "∂", nabla: "∇", odot: "⊙", otimes: "⊗", prime: "′", circ: "∘", equiv: "≡",
+    propto: "∝", ll: "≪", gg: "≫", lvert: "|", rvert: "|", mid: "|", vert: "|", Vert: "‖",
+    ell: "ℓ", quad: " ", qquad: " ", left: "", right: "", big: "", Big: "", bigl: "", bigr: "",
+    displaystyle: "", limits: "", nolimits: "",
+  });
+  const BLACKBOARD = { R: "ℝ", N: "ℕ", Z: "ℤ", C: "ℂ", Q: "ℚ" };
+
+  // A group as text: in brackets unless it is one word or number.
+  const group = (text) => (/^[\p{L}\p{N}.′⊤]+$/u.test(text.trim()) ? text.trim() : `(${text.trim()})`);
+
+  // TeX as text: \(m\,\theta_i\) -> "m θ_i", \frac{2\pi}{\omega_i} -> "2π/ω_i".
   function plainMath(tex) {
-    return tex
-      .replace(/\\[()[\]]/g, " ") // the delimiters, wherever they stand (after an equation number too)
-      .replace(/\\(?:text|mathrm|mathit|mathbf|mathbb|mathcal|operatorname)\{([^{}]*)\}/g, "$1")
-      .replace(/\\[,;:!]/g, " ")
-      .replace(/\\([A-Za-z]+)/g, " $1")
+    let text = tex
+      .replace(/\\[()[\]]/g, " ") // the delimiters, wherever they stand
+      .replace(/\\(?:begin|end)\{[^{}]*\}(?:\{[^{}]*\})?/g, " ")
+      .replace(/\\\\/g, "; ")
+      .replace(/&/g, " ")
+      .replace(/\\[,;:! ]/g, " ")
+      .replace(/\\([{}|%$#_])/g, "$1")
+      .replace(/~/g, " ");
+    for (let before = ""; before !== text; ) {
+      before = text;
+      text = text
+        .replace(/\\mathbb\{([A-Z])\}/g, (_, letter) => BLACKBOARD[letter] || letter)
+        .replace(/\\(?:text[a-z]*|math[a-z]*|boldsymbol|operatorname\*?|hat|bar|tilde|vec|overline|underline|widehat|widetilde)\{([^{}]*)\}/g, "$1")
+        .replace(/\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}/g, (_, a, b) => `${group(a)}/${group(b)}`)
+        .replace(/\\sqrt\{([^{}]*)\}/g, (_, a) => `√${group(a)}`)
+        .replace(/([_^])\{([^{}]*)\}/g, (_, mark, a) => mark + group(a))
+        .replace(/\{([^{}]*)\}/g, "$1");
+    }
+    return text
+      .replace(/\\([A-Za-z]+)/g, (_, name) => (name in SYMBOLS ? SYMBOLS[name] : name))
       .replace(/[{}]/g, "")
       .replace(/\s+/g, " ")
+      .replace(/\s*([_^])\s*/g, "$1")
       .trim();
   }
 
-  function articleText(html, anchor) {
-    const page = new DOMParser().parseFromString(html, "text/html");
-    const article = page.querySelector("article") || page.body;
-    const root = (anchor && article.querySelector(`[id="${CSS.escape(anchor)}"]`)) || article;
-    for (const element of root.querySelectorAll("script, style, nav, .headerlink, .toctree-wrapper")) {
-      element.remove();
+  // Each fetched page, prepared once: the article, its math as text, without what no reader
+  // reads as its text (scripts, navigation, the heading's link marks).
+  const pages = new Map();
+  function page(path) {
+    if (!pages.has(path)) {
+      pages.set(path, fetch(path).then(async (response) => {
+        if (!response.ok) return null;
+        const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+        const article = doc.querySelector("article") || doc.body;
+        for (const element of article.querySelectorAll(
+          "script, style, nav, .headerlink, .toctree-wrapper, .pe-edition-switch")) {
+          element.remove();
+        }
+        // Inline math stands between the prose's own spaces; display math is a block of its own.
+        for (const math of article.querySelectorAll(".math")) {
+          const text = plainMath(math.textContent);
+          math.textContent = math.tagName === "DIV" ? ` ${text} ` : text;
+        }
+        return article;
+      }));
     }
-    for (const math of root.querySelectorAll(".math")) {
-      math.textContent = " " + plainMath(math.textContent) + " ";
-    }
-    return root.textContent.replace(/\s+/g, " ").trim();
+    return pages.get(path);
   }
 
-  // Where a searched word starts in the text: the whole word, else its longest beginning of at
-  // least two characters (what a stemmer keeps of it: "rotar" of "rotary", "파장" of "파장을").
-  function firstMatch(text) {
-    const lower = text.toLowerCase();
-    const longest = Math.max(0, ...words.map((word) => word.length));
-    for (let length = longest; length >= 2; length--) {
-      for (const word of words) {
-        if (word.length < length) continue;
-        const at = lower.indexOf(word.slice(0, length));
-        if (at >= 0) return at;
+  const flat = (element) => element.textContent.replace(/\s+/g, " ").trim();
+
+  // The words searched for: as typed, and stemmed as Sphinx stems them.
+  function searched() {
+    const query = (new URLSearchParams(location.search).get("q") || "").toLowerCase();
+    const split = typeof splitQuery === "function" ? splitQuery : (q) => q.split(/\s+/);
+    const stemmer = typeof Stemmer === "function" ? new Stemmer() : { stemWord: (w) => w };
+    const translated = window.peSearchTranslations || {};
+    return split(query).filter((word) => word.length > 0).map((word) => {
+      const stem = stemmer.stemWord(word);
+      return { word, stem, symbol: GREEK[word] || null, stemmer, translations: translated[stem] || [] };
+    });
+  }
+
+  // Where the text uses a searched word: {span: [start, end), level} of the first word of the
+  // text that is one (its stem or itself: level 0), else of the first that holds one (level 1),
+  // else of the first that translates it (level 2: in the Korean edition, 파장 for "wavelength",
+  // from the book's glossary); null where none.
+  function findWord(text, words) {
+    let holding = null;
+    let translating = null;
+    for (const match of text.matchAll(/[\p{L}\p{N}_]+/gu)) {
+      const token = match[0].toLowerCase();
+      const span = [match.index, match.index + match[0].length];
+      for (const { word, stem, symbol, stemmer, translations } of words) {
+        if (token === word || stemmer.stemWord(token) === stem) return { span, level: 0 };
+        if (symbol && token.split(/[_^]/)[0] === symbol) return { span, level: 0 };
+        if (holding === null && word.length > 2 && token.includes(word)) holding = span;
+        if (translating === null && translations.includes(stemmer.stemWord(token))) {
+          translating = span;
+        }
       }
     }
-    return -1;
+    if (holding) return { span: holding, level: 1 };
+    return translating ? { span: translating, level: 2 } : null;
   }
 
-  function snippet(text) {
-    const at = firstMatch(text);
-    const start = Math.max(0, at - CONTEXT);
-    const end = Math.min(text.length, start + 2 * CONTEXT);
-    return (start > 0 ? "…" : "") + text.slice(start, end).trim() + (end < text.length ? "…" : "");
+  // The sentence of ``text`` around [start, end), at most WIDTH characters.
+  function sentence(text, start, end) {
+    const ends = [];
+    for (const match of text.matchAll(/[.!?。](?=\s+|$)/g)) {
+      const before = text.slice(0, match.index).match(/([\p{L}.]+)$/u);
+      if (before && NO_END.has(before[1].toLowerCase())) continue;
+      ends.push(match.index + 1);
+    }
+    let from = 0;
+    let to = text.length;
+    for (const at of ends) {
+      if (at <= start) from = at;
+      else if (at >= end) { to = at; break; }
+    }
+    let lead = "";
+    let tail = "";
+    if (to - from > WIDTH) {
+      const middle = Math.floor((start + end) / 2);
+      let cutFrom = Math.max(from, Math.min(middle - WIDTH / 2, to - WIDTH));
+      let cutTo = cutFrom + WIDTH;
+      if (cutFrom > from) {
+        const space = text.indexOf(" ", cutFrom);
+        if (space >= 0 && space < start) cutFrom = space + 1;
+        lead = "…";
+      }
+      if (cutTo < to) {
+        const space = text.lastIndexOf(" ", cutTo);
+        if (space >= end) cutTo = space;
+        tail = "…";
+      }
+      from = cutFrom;
+      to = cutTo;
+    }
+    const raw = text.slice(from, to);
+    const shown = raw.trimStart();
+    return { lead, tail, text: shown.trimEnd(), at: start - from - (raw.length - shown.length),
+             length: end - start };
   }
 
-  async function addSnippet(item) {
-    // An object of the API page is listed with its kind ("Python class, in ..."), no snippet.
+  // The part of a page a result links to: the API entry (its signature and description), the
+  // section, or the whole article.
+  function target(article, anchor) {
+    const found = anchor && article.querySelector(`[id="${CSS.escape(anchor)}"]`);
+    if (!found) return [article];
+    if (found.tagName === "DT") {
+      // A method's or attribute's signature names it alone (forward(ids, positions=None)); the
+      // search found it by its full name (pe_lib.pretrained.RotaryLlama.forward): the owner's
+      // name is put before its own, as a class's signature has its module's.
+      const own = found.querySelector(".sig-name");
+      const dot = found.id.lastIndexOf(".");
+      if (own && dot > 0 && !found.querySelector(".sig-prename") && !found.dataset.peNamed) {
+        own.before(found.id.slice(0, dot + 1));
+        found.dataset.peNamed = "true";
+      }
+      return found.nextElementSibling ? [found, found.nextElementSibling] : [found];
+    }
+    return [found];
+  }
+
+  // The snippet of a result: its sentence with the word, from the prose first (where it uses the
+  // word itself, else where it translates it), then from a line of code.
+  function snippetOf(roots, words) {
+    const blocks = (selector, keep) => roots.flatMap((root) =>
+      (root.matches(selector) ? [root] : []).concat(Array.from(root.querySelectorAll(selector))))
+      .filter(keep);
+    const prose = blocks(PROSE, (b) => !b.closest(NOT_PROSE)).map((block) => [block, flat(block)]);
+    const code = blocks(CODE, () => true).flatMap((block) =>
+      block.textContent.split("\n").map((line) => [block, line.trim()]));
+    let best = null;
+    for (const [block, text] of prose) {
+      const found = findWord(text, words);
+      if (found && (best === null || found.level < best.level)) best = { block, text, ...found };
+      if (best && best.level === 0) break;
+    }
+    for (const [block, text] of best ? [] : code) {
+      const found = findWord(text, words);
+      if (found) { best = { block, text, ...found }; break; }
+    }
+    if (best) {
+      const { block, text, span } = best;
+      const found = sentence(text, span[0], span[1]);
+      // An API entry named with the word: its signature, then what its description says first.
+      const description = block.tagName === "DT" && block.nextElementSibling;
+      if (description && description.tagName === "DD") {
+        const said = flat(description);
+        if (said) {
+          const first = sentence(said, 0, 0);
+          found.tail = (found.tail || "") + " — " + first.text + first.tail;
+        }
+      }
+      return found;
+    }
+    // The page matched on a word it uses nowhere in its text (a title, an index entry): its
+    // first sentence.
+    const first = prose.map(([, text]) => text).find((text) => text.length > 0);
+    return first ? sentence(first, 0, 0) : null;
+  }
+
+  async function addSnippet(item, words) {
     const link = item.querySelector(":scope > a[href]");
-    if (!link || item.dataset.peSnippet || item.querySelector(":scope > span")) return;
+    if (!link || item.dataset.peSnippet) return;
     item.dataset.peSnippet = "pending";
     const url = new URL(link.href, location.href);
-    const response = await fetch(url.pathname);
-    if (!response.ok) return;
-    const text = articleText(await response.text(), decodeURIComponent(url.hash.slice(1)));
-    if (!text) return;
-    const paragraph = document.createElement("p");
-    paragraph.className = "context";
-    paragraph.textContent = snippet(text);
-    item.append(paragraph);
+    const article = await page(url.pathname);
+    const found = article && snippetOf(target(article, decodeURIComponent(url.hash.slice(1))), words);
+    if (found) {
+      const paragraph = document.createElement("p");
+      paragraph.className = "context";
+      const mark = document.createElement("span");
+      mark.className = "highlighted";
+      mark.textContent = found.text.slice(found.at, found.at + found.length);
+      paragraph.append(found.lead + found.text.slice(0, found.at));
+      if (found.length > 0) paragraph.append(mark);
+      paragraph.append(found.text.slice(found.at + found.length) + found.tail);
+      item.append(paragraph);
+    }
     item.dataset.peSnippet = "done";
   }
 
   function start() {
     const results = document.getElementById("search-results");
+    const words = searched();
     if (!results || words.length === 0) return;
-    const scan = () => results.querySelectorAll("ul.search > li").forEach(addSnippet);
+    const scan = () => results.querySelectorAll("ul.search > li").forEach((item) => addSnippet(item, words));
     new MutationObserver(scan).observe(results, { childList: true, subtree: true });
     scan();
   }

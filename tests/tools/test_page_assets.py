@@ -100,6 +100,8 @@ USERS = {
     "hangul.css": {"uses", "search"},
     "pe-search.js": {"search"},
     "pe-search.css": {"search"},
+    "pe-search-weights.js": {"search"},
+    "pe-scroll-boxes.js": {"uses"},
 }
 
 

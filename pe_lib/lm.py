@@ -1,7 +1,9 @@
 r"""A small character-level language model on real text: train short, test long.
 
-The corpus is an excerpt of the Python Language Reference that CPython ships for ``help()``
-(``pydoc_data/topics.py`` of CPython 3.11.7), 239,155 ASCII characters, pinned in the package
+The corpus is an excerpt of the Python documentation, the help topics that CPython ships for
+``help()`` (``pydoc_data/topics.py`` of CPython 3.11.7), most from the Language Reference and
+some from the Library Reference (``pdb``, the format string syntax, ...): 239,155 ASCII
+characters, pinned in the package
 as ``pe_lib/data/python_reference.txt`` with its licence and provenance in
 ``python_reference.NOTICE.txt`` beside it (PSF License Agreement). :func:`load_corpus` reads
 it and checks its digest; :func:`corpus_topics` cuts it into its help topics, and
@@ -21,8 +23,9 @@ RoPE model. :func:`perplexity` scores held-out text at any length,
     \mathrm{PPL} = \exp\Big(-\frac{1}{N}\sum_{t=1}^{N} \ln p(c_t \mid c_{<t})\Big),
 
 over non-overlapping windows of ``seq_len`` characters, each predicted from the start of its
-window (the nonoverlapping evaluation of Press et al., 2022); :func:`bigram_perplexity` is the
-baseline that needs no learning, the same score from counted character pairs.
+window (the nonoverlapping evaluation of Press et al., 2022); :func:`bigram_perplexity` and
+:func:`ngram_perplexity` are baselines that need no learning, the same score from counted
+character pairs and from counted n-grams.
 :func:`train_lms` trains several models side by side (one per seed) as one stacked model. A learned table has
 no row beyond its length, so a model with one cannot be scored there: :func:`perplexity` raises
 ``ValueError`` instead of inventing a number.

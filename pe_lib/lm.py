@@ -1,7 +1,9 @@
 r"""A small character-level language model on real text: train short, test long.
 
-The corpus is an excerpt of the Python Language Reference that CPython ships for ``help()``
-(``pydoc_data/topics.py`` of CPython 3.11.7), 239,155 ASCII characters, pinned in the package
+The corpus is an excerpt of the Python documentation, the help topics that CPython ships for
+``help()`` (``pydoc_data/topics.py`` of CPython 3.11.7), most from the Language Reference and
+some from the Library Reference (``pdb``, the format string syntax, ...): 239,155 ASCII
+characters, pinned in the package
 as ``pe_lib/data/python_reference.txt`` with its licence and provenance in
 ``python_reference.NOTICE.txt`` beside it (PSF License Agreement). :func:`load_corpus` reads
 it and checks its digest; :func:`corpus_topics` cuts it into its help topics, and
@@ -21,8 +23,9 @@ RoPE model. :func:`perplexity` scores held-out text at any length,
     \mathrm{PPL} = \exp\Big(-\frac{1}{N}\sum_{t=1}^{N} \ln p(c_t \mid c_{<t})\Big),
 
 over non-overlapping windows of ``seq_len`` characters, each predicted from the start of its
-window (the nonoverlapping evaluation of Press et al., 2022); :func:`bigram_perplexity` is the
-baseline that needs no learning, the same score from counted character pairs.
+window (the nonoverlapping evaluation of Press et al., 2022); :func:`bigram_perplexity` and
+:func:`ngram_perplexity` are baselines that need no learning, the same score from counted
+character pairs and from counted n-grams.
 :func:`train_lms` trains several models side by side (one per seed) as one stacked model. A learned table has
 no row beyond its length, so a model with one cannot be scored there: :func:`perplexity` raises
 ``ValueError`` instead of inventing a number.
@@ -62,6 +65,7 @@ __all__ = [
     "corpus_splits",
     "corpus_topics",
     "load_corpus",
+    "ngram_perplexity",
     "perplexity",
     "train_lm",
     "train_lms",
@@ -232,6 +236,78 @@ def bigram_perplexity(
     table = (counts.view(vocab_size, vocab_size) + smoothing).log()
     table -= table.logsumexp(dim=1, keepdim=True)  # log p(b | a), each row normalised
     return math.exp(-float(table[ids[:-1], ids[1:]].mean()))
+
+
+def ngram_perplexity(
+    training: torch.Tensor, ids: torch.Tensor, vocab_size: int, *, order: int
+) -> float:
+    r"""Perplexity on ``ids`` of an interpolated count n-gram model of ``order`` n: a baseline
+    that needs no learning, from up to ``n - 1`` characters of context.
+
+    Each estimate mixes the counts after the last :math:`k - 1` characters :math:`h` with the
+    estimate from one character fewer, :math:`h'` (Witten and Bell's interpolation):
+
+    .. math::
+
+        p_k(c \mid h) = \frac{n_{hc} + u_h\, p_{k-1}(c \mid h')}{n_h + u_h},
+        \qquad p_0(c) = \frac{1}{V},
+
+    with :math:`n_{hc}` the count of :math:`h` followed by :math:`c` in ``training``,
+    :math:`n_h = \sum_c n_{hc}`, :math:`u_h` the number of distinct characters seen after
+    :math:`h`, and :math:`p_k = p_{k-1}` for a context never seen. Every probability is
+    positive and each :math:`p_k(\cdot \mid h)` sums to 1. Every character of ``ids`` after the
+    first is predicted, from the ``n - 1`` before it or from all before it where fewer precede
+    it in ``ids``: the ``len(ids) - 1`` predictions :func:`bigram_perplexity` and
+    :func:`perplexity` make.
+
+    Args:
+        training: training text as ids, int64 ``(n,)``, at least ``order`` ids.
+        ids: held-out text as ids, int64 ``(m,)``, ``m >= 2``.
+        vocab_size: number of character ids, >= 1.
+        order: n, the characters of an n-gram (context and predicted one), >= 1, with
+            ``vocab_size ** order`` below ``2**62`` (an n-gram is counted by one int64 key).
+
+    Raises:
+        ValueError: an argument is out of range (named), or an id is ``>= vocab_size``.
+    """
+    vocab_size = check_positive_int("vocab_size", vocab_size)
+    order = check_positive_int("order", order)
+    if vocab_size**order >= 2**62:
+        raise ValueError(
+            f"order={order} is too large for vocab_size={vocab_size}: vocab_size ** order must "
+            f"be below 2**62, so that one int64 key counts an n-gram"
+        )
+    training = _check_ids("training", training, vocab_size, max(order, 2))
+    ids = _check_ids("ids", ids, vocab_size, 2)
+    targets = torch.arange(1, ids.numel())  # the predicted positions of ids
+    p = torch.full((targets.numel(),), 1.0 / vocab_size, dtype=torch.float64)
+    for k in range(1, order + 1):
+        # every k-gram of the training text as one key: context * V + next character
+        grams = training.unfold(0, k, 1)  # (n - k + 1, k)
+        weights = vocab_size ** torch.arange(k - 1, -1, -1)
+        keys, pairs = torch.unique((grams * weights).sum(1), return_counts=True)  # sorted
+        contexts, distinct = torch.unique_consecutive(keys // vocab_size, return_counts=True)
+        seen = torch.zeros_like(contexts).index_add_(
+            0, torch.searchsorted(contexts, keys // vocab_size), pairs
+        )  # n_h, per context
+        # the held-out predictions with k - 1 characters before them in ids
+        ready = targets >= k - 1
+        t = targets[ready]
+        key = (ids[t[:, None] + torch.arange(-k + 1, 1)] * weights).sum(1)
+        n_hc = _lookup(keys, pairs, key)
+        n_h = _lookup(contexts, seen, key // vocab_size)
+        u_h = _lookup(contexts, distinct, key // vocab_size)
+        lower = p[ready]
+        p[ready] = torch.where(n_h > 0, (n_hc + u_h * lower) / (n_h + u_h).clamp(min=1), lower)
+    return math.exp(-float(p.log().mean()))
+
+
+def _lookup(keys: torch.Tensor, values: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    """``values`` at the positions of ``query`` in the sorted ``keys``, 0 where absent
+    (float64)."""
+    where = torch.searchsorted(keys, query).clamp(max=keys.numel() - 1)
+    found = keys[where] == query
+    return torch.where(found, values[where], torch.zeros_like(values[where])).double()
 
 
 class _Block(nn.Module):

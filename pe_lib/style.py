@@ -4,8 +4,8 @@ Matplotlib figures (:mod:`pe_lib.plotting`, the chapters' own plots) and the bro
 figures (:mod:`pe_lib.charts`) both read :data:`METHOD_STYLES`, so a method looks and is called
 the same wherever it appears. Keys are the names the registries use: the encodings of
 :data:`pe_lib.encodings.ENCODINGS` (plus ``"none"``) and the RoPE scalings of
-:data:`pe_lib.rope_scaling.ROPE_SCALINGS` (``"default"`` is plain RoPE, drawn as ``"rope"``), and ``"bigram"``, the language model's
-baseline that needs no learning.
+:data:`pe_lib.rope_scaling.ROPE_SCALINGS` (``"default"`` is plain RoPE, drawn as ``"rope"``), and ``"bigram"`` and ``"ngram"``, the
+language model's baselines that need no learning.
 
 The colours are Okabe and Ito's colour-blind-safe set, extended with Paul Tol's muted scheme
 for the methods beyond its eight; dashes keep lines apart in grey print.
@@ -107,8 +107,11 @@ METHOD_STYLES: Mapping[str, MethodStyle] = MappingProxyType(
             "LongRoPE", "#2f8f80", (6.0, 2.0, 1.5, 2.0, 1.5, 2.0), dark_color="#44aa99"
         ),
         "proportional": MethodStyle("proportional", "#aa4499", (4.0, 4.0), dark_color="#c061b0"),
-        # The baseline that needs no learning (pe_lib.lm.bigram_perplexity).
+        # The baselines that need no learning (pe_lib.lm.bigram_perplexity, ngram_perplexity).
         "bigram": MethodStyle("bigram counts", "#000000", (1.0, 2.0), dark_color="#d0d0d0"),
+        "ngram": MethodStyle(
+            "n-gram counts", "#6b4226", (5.0, 1.5, 1.0, 1.5), dark_color="#c8a27a"
+        ),
     }
 )
 

@@ -22,6 +22,7 @@ from pe_lib.lm import (
     corpus_splits,
     corpus_topics,
     load_corpus,
+    ngram_perplexity,
     perplexity,
     train_lm,
     train_lms,
@@ -130,6 +131,84 @@ def test_bigram_baseline_counts_pairs():
         bigram_perplexity(training, ids, 3, smoothing=0.0)
     with pytest.raises(ValueError, match="vocab_size=3"):
         bigram_perplexity(training, ids + 3, 3)
+
+
+def _witten_bell(training, ids, vocab_size, order):
+    """The interpolated n-gram written out with dictionaries: a second, independent count."""
+    text, held = training.tolist(), ids.tolist()
+    after = {}  # context tuple -> {next id: count}
+    for k in range(1, order + 1):
+        for i in range(len(text) - k + 1):
+            context, nxt = tuple(text[i : i + k - 1]), text[i + k - 1]
+            after.setdefault(context, {}).setdefault(nxt, 0)
+            after[context][nxt] += 1
+
+    def p(context, c):
+        if context is None:
+            return 1 / vocab_size
+        lower = p(context[1:] if context else None, c)
+        counts = after.get(context)
+        if not counts:
+            return lower
+        total, distinct = sum(counts.values()), len(counts)
+        return (counts.get(c, 0) + distinct * lower) / (total + distinct)
+
+    logs = [math.log(p(tuple(held[max(0, t - order + 1) : t]), held[t]))
+            for t in range(1, len(held))]  # fmt: skip
+    return math.exp(-sum(logs) / len(logs)), p
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_ngram_baseline_matches_counts_written_out(order):
+    training, ids = random_ids(300, seed=1) % 4, random_ids(60, seed=2)
+    training[::7] = 5  # a skewed text; ids 6 to 10 never occur in it
+    expected, p = _witten_bell(training, ids, VOCAB, order)
+    assert ngram_perplexity(training, ids, VOCAB, order=order) == pytest.approx(expected, 1e-12)
+    # every conditional distribution sums to 1, over a context seen and one never seen
+    for context in [tuple(training[: order - 1].tolist()), (9,) * (order - 1)]:
+        assert sum(p(context, c) for c in range(VOCAB)) == pytest.approx(1.0, 1e-12)
+
+
+def test_ngram_baseline_by_hand():
+    # "ab" repeated, 3 ids. Order 1: a and b each seen 50 times, 2 distinct ids in 100:
+    # p(a) = (50 + 2 * 1/3) / (100 + 2)
+    training = torch.tensor([0, 1] * 50)
+    unigram_a = (50 + 2 / 3) / 102
+    assert ngram_perplexity(training, torch.tensor([1, 0]), 3, order=1) == pytest.approx(
+        1 / unigram_a
+    )
+    # after b: a 49 times, one distinct next id: p(a | b) = (49 + p1(a)) / 50
+    p_a_after_b = (49 + unigram_a) / 50
+    assert ngram_perplexity(training, torch.tensor([1, 0]), 3, order=2) == pytest.approx(
+        1 / p_a_after_b
+    )
+    # the order-2 model knows its context: it beats the order-1 model on the text it counted
+    held = torch.tensor([0, 1] * 20)
+    assert (
+        ngram_perplexity(training, held, 3, order=2)
+        < 1.1
+        < 1.9
+        < ngram_perplexity(training, held, 3, order=1)
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "names"),
+    [
+        ({"order": 0}, ValueError, "order"),
+        ({"order": 2.0}, TypeError, "order"),
+        ({"order": 10, "vocab_size": 100}, ValueError, "order=10 is too large for vocab_size=100"),
+        ({"order": 2, "vocab_size": 0}, ValueError, "vocab_size"),
+        ({"order": 2, "ids": torch.tensor([1])}, ValueError, "ids must hold at least 2"),
+        ({"order": 5, "training": torch.tensor([1, 2, 3])}, ValueError, "training must hold"),
+        ({"order": 2, "ids": torch.tensor([1.0, 2.0])}, TypeError, "ids must be a 1-d int64"),
+        ({"order": 2, "ids": torch.tensor([1, 11])}, ValueError, "vocab_size=11"),
+    ],
+)
+def test_bad_ngram_arguments(kwargs, error, names):
+    arguments = {"training": random_ids(50), "ids": random_ids(20), "vocab_size": VOCAB}
+    with pytest.raises(error, match=names):
+        ngram_perplexity(**{**arguments, **kwargs})
 
 
 def test_vocabulary_round_trip_and_errors():

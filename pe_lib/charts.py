@@ -605,7 +605,12 @@ def alibi_bias_chart(num_heads: int = 8, max_distance: int = 32) -> ExplorableFi
 _SCALING_RATIOS = {
     "linear": "1 / factor",
     "ntk": _omega("datum.pair", "datum.d - 2", "factor"),
-    "dynamic": _omega("datum.pair", "datum.d - 2", "factor * max(ell_ratio, 1) - (factor - 1)"),
+    # Hugging Face's scale f * max(ell/L, 1) - (f - 1) with dynamic NTK's own factor f (fixed,
+    # `dynamic_factor`), not the factor control: with f = 1, chapter 8's rule, twice L divides
+    # the slowest pair by 2.
+    "dynamic": _omega(
+        "datum.pair", "datum.d - 2", "datum.dyn_f * max(ell_ratio, 1) - (datum.dyn_f - 1)"
+    ),
     "yarn": "(1 - datum.yarn_keep) / factor + datum.yarn_keep",
     "llama3": "(1 - datum.llama3_keep) / factor + datum.llama3_keep",
 }
@@ -619,11 +624,14 @@ def scaling_chart(
     length_ratio: float = 2.0,
     low_freq_factor: float = 1.0,
     high_freq_factor: float = 4.0,
+    dynamic_factor: float = 1.0,
 ) -> ExplorableFigure:
     r"""How each RoPE context-extension method changes every pair's frequency, :math:`\theta'_i/\theta_i`.
 
     The browser evaluates the formulas of :mod:`pe_lib.rope_scaling` for ``"linear"``,
-    ``"ntk"``, ``"dynamic"`` (at the current length :math:`\ell`), ``"yarn"`` (its defaults
+    ``"ntk"``, ``"dynamic"`` (at the current length :math:`\ell`, with its own ``factor``
+    :math:`f` = ``dynamic_factor``, not the factor control: the NTK scale
+    :math:`f \max(1, \ell/L) - (f - 1)`), ``"yarn"`` (its defaults
     ``beta_fast`` and ``beta_slow`` from :data:`~pe_lib.rope_scaling.ROPE_SCALINGS`, ramp ends
     rounded outwards) and ``"llama3"`` (``low_freq_factor`` and ``high_freq_factor``, by default
     Llama 3.1's 1 and 4). Lines take the colours, dashes and names of :mod:`pe_lib.style`. A
@@ -639,6 +647,8 @@ def scaling_chart(
         length_ratio: starting :math:`\ell/L` for dynamic NTK, a multiple of 0.5 in [1, 16].
         low_freq_factor: Llama 3.1's ``low_freq_factor``, > 0 (not a control).
         high_freq_factor: Llama 3.1's ``high_freq_factor``, above ``low_freq_factor``.
+        dynamic_factor: dynamic NTK's ``factor`` :math:`f`, >= 1 (not a control); 1 makes the
+            scale :math:`\max(1, \ell/L)`, the rule of chapter 8.
 
     Returns:
         the figure; its lines are drawn from rows ``pair, method, ratio`` (``method`` the
@@ -658,6 +668,7 @@ def scaling_chart(
             "low_freq_factor must be > 0 and below high_freq_factor, got "
             f"low_freq_factor={low_freq_factor!r} and high_freq_factor={high_freq_factor!r}"
         )
+    dynamic_f = check_real("dynamic_factor", dynamic_factor, at_least=1)
     yarn_defaults = ROPE_SCALINGS["yarn"].optional
     beta_fast = float(yarn_defaults["beta_fast"])  # type: ignore[arg-type]
     beta_slow = float(yarn_defaults["beta_slow"])  # type: ignore[arg-type]
@@ -695,6 +706,7 @@ def scaling_chart(
         .transform_flatten(["pair"])
         .transform_calculate(
             d=f"{head_dim}",
+            dyn_f=repr(dynamic_f),
             turns=f"{original_length} * {_omega('datum.pair', str(head_dim), repr(base))}"
             " / (2 * PI)",
         )
@@ -732,6 +744,7 @@ def scaling_chart(
         "original_length": original_length,
         "low_freq_factor": low,
         "high_freq_factor": high,
+        "dynamic_factor": dynamic_f,
     }
     return _figure("scaling", chart, fixed)
 

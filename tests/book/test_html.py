@@ -727,8 +727,11 @@ def _scaling(settings: dict, drawn: list[dict], problems: list[str]) -> None:
     entries = {
         "linear": {"rope_type": "linear", "factor": factor},
         "ntk": {"rope_type": "ntk", "factor": factor},
+        # dynamic NTK's own factor (fixed), not the factor control
         "dynamic": resolve_scaling(
-            {"rope_type": "dynamic", "factor": factor}, base, max_position_embeddings=length
+            {"rope_type": "dynamic", "factor": float(settings["dynamic_factor"])},
+            base,
+            max_position_embeddings=length,
         ),
         "yarn": {"rope_type": "yarn", "factor": factor, **original},
         "llama3": {

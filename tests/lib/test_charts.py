@@ -5,6 +5,7 @@ What the browser computes from them is compared with pe_lib in tests/test_html.p
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
 import inspect
@@ -18,7 +19,7 @@ import pytest
 
 from pe_lib import charts
 from pe_lib.charts import CHARTS, ExplorableFigure
-from pe_lib.rope_scaling import DEFAULT_BASE, ROPE_SCALINGS
+from pe_lib.rope_scaling import DEFAULT_BASE, ROPE_SCALINGS, rope_frequencies
 from pe_lib.style import method_style
 
 SCHEMA = alt.vegalite.v6.schema.core.load_schema()
@@ -89,6 +90,7 @@ def test_fixed_settings_are_recorded() -> None:
         "original_length": 512,
         "low_freq_factor": 1.0,
         "high_freq_factor": 4.0,
+        "dynamic_factor": 1.0,
     }
 
 
@@ -185,8 +187,95 @@ def test_html_carries_the_specification_safely() -> None:
         (charts.scaling_chart, {"factor": 2.25}, ValueError, "factor"),
         (charts.scaling_chart, {"length_ratio": "2"}, TypeError, "length_ratio"),
         (charts.scaling_chart, {"head_dim": 63}, ValueError, "head_dim"),
+        (charts.scaling_chart, {"dynamic_factor": 0.5}, ValueError, "dynamic_factor"),
     ],
 )
 def test_bad_arguments_name_the_argument(builder, kwargs, error, names) -> None:
     with pytest.raises(error, match=names):
         builder(**kwargs)
+
+
+def _drawn_ratios(figure: ExplorableFigure, **controls: float) -> dict[str, list[float]]:
+    """theta'_i / theta_i of each method as Vega itself computes the chart's expressions (in the
+    pinned vl-convert, Vega's own dataflow) with its controls set to ``controls``."""
+    import vl_convert
+
+    spec = copy.deepcopy(figure.spec)
+    for param in spec["params"]:
+        param["value"] = controls.get(param["name"], param["value"])
+    # the same data and transforms, each point drawn as a text mark that names its value
+    spec["transform"].append(
+        {
+            "calculate": "datum.method + ' ' + datum.pair + ' ' + format(datum.ratio, '.15e')",
+            "as": "probe",
+        }
+    )
+    spec["mark"] = "text"
+    spec["encoding"] = {"text": {"field": "probe", "type": "nominal"}}
+    texts: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("text"), str):
+                texts.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(vl_convert.vegalite_to_scenegraph(spec)["scenegraph"])
+    drawn: dict[str, dict[int, float]] = {}
+    for text in texts:
+        parts = text.split(" ")
+        if len(parts) == 3 and parts[0] in charts._SCALING_RATIOS:
+            drawn.setdefault(parts[0], {})[int(parts[1])] = float(parts[2])
+    return {name: [values[i] for i in sorted(values)] for name, values in drawn.items()}
+
+
+@pytest.mark.parametrize(
+    ("head_dim", "original_length", "factor", "ell_ratio"),
+    [(128, 2048, 4.0, 2.0), (128, 2048, 8.0, 4.0), (8, 32, 4.0, 4.0), (64, 4096, 2.5, 1.0)],
+)
+def test_scaling_chart_draws_pe_libs_frequencies(
+    head_dim: int, original_length: int, factor: float, ell_ratio: float
+) -> None:
+    """Every curve of the chart, dynamic NTK's included, is rope_frequencies' ratio for the same
+    settings: dynamic NTK at the current length with its own factor 1, whatever the factor
+    control says (at twice L it divides the slowest pair by 2, as chapter 8 does)."""
+    figure = charts.scaling_chart(head_dim=head_dim, original_length=original_length)
+    drawn = _drawn_ratios(figure, factor=factor, ell_ratio=ell_ratio)
+    theta, _ = rope_frequencies(head_dim)
+    length = {"original_max_position_embeddings": original_length}
+    entries = {
+        "linear": {"rope_type": "linear", "factor": factor},
+        "ntk": {"rope_type": "ntk", "factor": factor},
+        "yarn": {"rope_type": "yarn", "factor": factor, **length},
+        "llama3": {
+            "rope_type": "llama3",
+            "factor": factor,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            **length,
+        },
+    }
+    expected = {
+        name: rope_frequencies(head_dim, base=DEFAULT_BASE, scaling=entry)[0] / theta
+        for name, entry in entries.items()
+    }
+    dynamic = {"rope_type": "dynamic", "factor": 1.0}
+    expected["dynamic"] = (
+        rope_frequencies(
+            head_dim,
+            base=DEFAULT_BASE,
+            scaling=dynamic,
+            seq_len=round(ell_ratio * original_length),
+            max_position_embeddings=original_length,
+        )[0]
+        / theta
+    )
+    assert sorted(drawn) == sorted(expected)
+    for name, ratio in expected.items():
+        assert drawn[name] == pytest.approx(ratio.tolist(), rel=1e-9), name
+    if ell_ratio == 2.0:
+        assert drawn["dynamic"][-1] == pytest.approx(0.5, rel=1e-12)

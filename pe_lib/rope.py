@@ -151,11 +151,14 @@ def _signed_frequencies(
     and on the device they were asked for (at one token a step, forming them took a fifth of
     :func:`apply_rope`'s time on the CPU, and sending them to a GPU one copy per call); what is
     kept never requires grad and is only read, at most ``_FREQUENCY_VALUES_KEPT`` entries.
-    Under ``torch.compile`` and inside a dispatch mode (fake tensors' shape propagation) they
-    are formed where the call runs (on the CPU, then sent to ``device``), neither read from nor
-    added to what is kept; nor is a tensor subclass or one formed in inference mode kept."""
-    if torch.compiler.is_compiling() or is_in_torch_dispatch_mode():
-        theta, attention_factor = frequencies_at(config, head_dim, seq_len)
+    Under ``torch.compile``, inside a dispatch mode (fake tensors' shape propagation) and under
+    ``torch.jit.trace`` (whose check runs a call twice: both must record the same operations)
+    they are formed where the call runs, on ``device`` itself where it holds float64 (so a graph
+    compiled for a GPU holds no copy from the host), neither read from nor added to what is
+    kept; nor is a tensor subclass or one formed in inference mode kept."""
+    if torch.compiler.is_compiling() or is_in_torch_dispatch_mode() or is_tracing():
+        on = device if compute_dtype_for(device) == torch.float64 else None
+        theta, attention_factor = frequencies_at(config, head_dim, seq_len, on)
         return _moved(_signed(theta, layout), device), attention_factor
     params = repr(sorted(config.params.items()))
     key = (config.rope_type, config.base, params, head_dim, seq_len, layout)

@@ -479,8 +479,13 @@ def check_head_dim(name: str, value: object) -> int:
 
 def check_positions(name: str, positions: object) -> torch.Tensor:
     """Rotation positions: an int64 (or float64, for fractional positions) tensor of shape
-    ``(..., seq_len)``, at least one dimension, entries finite, in ``[0, 2**53 - 1]`` (the
-    entries are checked except under ``torch.compile``)."""
+    ``(..., seq_len)``, at least one dimension, entries finite, in ``[0, 2**53 - 1]``.
+
+    The dtype and shape are checked everywhere; the entries only on the CPU, outside
+    ``torch.compile``. Reading values held by a GPU makes the host wait for the device at every
+    call (at one token a step, longer than the rotation itself), and a compiled graph cannot
+    branch on them; a meta tensor has none. There, out-of-range entries are not refused: a
+    negative position rotates backwards, a NaN gives NaN outputs."""
     if not isinstance(positions, torch.Tensor):
         raise TypeError(
             f"{name} must be an int64 torch.Tensor of positions, got {type(positions).__name__}"
@@ -494,15 +499,13 @@ def check_positions(name: str, positions: object) -> torch.Tensor:
         raise ValueError(
             f"{name} must have shape (..., seq_len) with at least one dimension, got a 0-d tensor"
         )
-    # Under torch.compile the values are not read: a graph cannot branch on them; a meta tensor
-    # has none.
-    if positions.numel() and not (torch.compiler.is_compiling() or positions.device.type == "meta"):
+    if positions.numel() and positions.device.type == "cpu" and not torch.compiler.is_compiling():
         if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
             raise ValueError(f"{name} must be finite positions, got a NaN or infinite entry")
-        if positions.numel() <= 64 and positions.device.type == "cpu":  # decoding: a few
+        if positions.numel() <= 64:  # decoding: a few
             values = positions.flatten().tolist()
             low, high = min(values), max(values)
-        else:  # one read of both ends (on a GPU, one wait for the device instead of two)
+        else:  # one read of both ends
             low, high = torch.stack(torch.aminmax(positions)).tolist()
         if low < 0:
             raise ValueError(f"{name} must be non-negative positions, got a minimum of {low}")

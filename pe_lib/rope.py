@@ -59,8 +59,9 @@ over blocks that stay in a core's cache: the interleaved float32 pairs as comple
 ``cos + i sin``, one pass; the half layout in three passes; a float16 or bfloat16 input copied
 block by block into float32 scratch, rotated there and rounded once. On a GPU those passes would
 only launch more kernels. The cos and sin are computed at every call; the frequencies
-``theta_i`` of a scaling, head size and length are kept after the first call (they depend on
-nothing else). Their costs against transformers' own path, Hugging Face's formula,
+``theta_i`` of a scaling, head size and length are kept after the first call, on the CPU and
+on each device asked for (they depend on nothing else), so a call on a GPU copies nothing from
+the host and waits for nothing. Their costs against transformers' own path, Hugging Face's formula,
 rotary-embedding-torch and one elementwise pass over ``x`` are measured by
 ``benchmarks/rope_speed.py`` and recorded in ``benchmarks/README.md``.
 """
@@ -113,49 +114,81 @@ def _frequencies_on(
     attention factor. With a ``layout``, each theta_i is given once per channel of its pair,
     negated for the first channel and in the layout's order (:func:`_signed`), ``(2n,)``.
 
-    They are formed on the CPU and sent in one copy that does not wait for the device's queue
-    (a copy from pageable memory is staged at once, so the source may go)."""
-    if layout is None:
-        theta, attention_factor = frequencies_at(config, head_dim, seq_len)
-    else:
-        theta, attention_factor = _signed_frequencies(config, head_dim, seq_len, layout)
+    Without a ``layout`` (:func:`rope_angles`) they are formed on the CPU and sent in one copy;
+    with one, they come from :func:`_signed_frequencies`, which keeps them per device."""
+    if layout is not None:
+        return _signed_frequencies(config, head_dim, seq_len, layout, device)
+    theta, attention_factor = frequencies_at(config, head_dim, seq_len)
+    return _moved(theta, device), attention_factor
+
+
+def _moved(theta: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``theta`` on ``device`` in its angle dtype, in one copy that does not wait for the
+    device's queue (a copy from pageable memory is staged at once, so the source may go)."""
     dtype = compute_dtype_for(device)
     if theta.device != device or theta.dtype != dtype:
         theta = theta.to(device=device, dtype=dtype, non_blocking=True)
-    return theta, attention_factor
+    return theta
 
 
-#: :func:`_signed_frequencies` by scaling, head size, length and layout: plain float64 CPU
-#: tensors that nothing writes to (each call reads them into new tensors: products, copies).
+#: :func:`_signed_frequencies` by scaling, head size, length, layout and device: float64 tensors
+#: (float32 on MPS) that nothing writes to (each call reads them into new tensors: products).
 _FREQUENCY_VALUES: dict[tuple[object, ...], tuple[torch.Tensor, float]] = {}
 _FREQUENCY_VALUES_KEPT = 256  # entries before the dictionary starts over
 
 
 def _signed_frequencies(
-    config: ScalingConfig, head_dim: int, seq_len: float | None, layout: str
+    config: ScalingConfig,
+    head_dim: int,
+    seq_len: float | None,
+    layout: str,
+    device: torch.device,
 ) -> tuple[torch.Tensor, float]:
-    """:func:`_signed` of the scaled theta_i, float64 on the CPU, and the attention factor.
+    """:func:`_signed` of the scaled theta_i on ``device`` in its angle dtype, and the
+    attention factor.
 
-    The values depend only on the arguments, so they are computed once and kept (at one token
-    a step, forming them took a fifth of :func:`apply_rope`'s time); the tensor kept never
-    requires grad and is only read. Under ``torch.compile`` and inside a dispatch mode (fake
-    tensors' shape propagation) they are formed where the call runs, neither read from nor
-    added to what is kept; nor is a tensor subclass or one formed in inference mode kept."""
-    if torch.compiler.is_compiling() or is_in_torch_dispatch_mode():
-        theta, attention_factor = frequencies_at(config, head_dim, seq_len)
-        return _signed(theta, layout), attention_factor
+    The values depend only on the arguments, so they are computed once and kept, on the CPU
+    and on the device they were asked for (at one token a step, forming them took a fifth of
+    :func:`apply_rope`'s time on the CPU, and sending them to a GPU one copy per call); what is
+    kept never requires grad and is only read, at most ``_FREQUENCY_VALUES_KEPT`` entries.
+    Under ``torch.compile``, inside a dispatch mode (fake tensors' shape propagation) and under
+    ``torch.jit.trace`` (whose check runs a call twice: both must record the same operations)
+    they are formed where the call runs, on ``device`` itself where it holds float64 (so a graph
+    compiled for a GPU holds no copy from the host), neither read from nor added to what is
+    kept; nor is a tensor subclass or one formed in inference mode kept."""
+    if torch.compiler.is_compiling() or is_in_torch_dispatch_mode() or is_tracing():
+        on = device if compute_dtype_for(device) == torch.float64 else None
+        theta, attention_factor = frequencies_at(config, head_dim, seq_len, on)
+        return _moved(_signed(theta, layout), device), attention_factor
     params = repr(sorted(config.params.items()))
     key = (config.rope_type, config.base, params, head_dim, seq_len, layout)
     kept = _FREQUENCY_VALUES.get(key)
     if kept is None:
         theta, attention_factor = frequencies_at(config, head_dim, seq_len)
         theta = _signed(theta, layout)
-        if type(theta) is not torch.Tensor or theta.is_inference():
-            return theta, attention_factor
-        if len(_FREQUENCY_VALUES) >= _FREQUENCY_VALUES_KEPT:
-            _FREQUENCY_VALUES.clear()
-        kept = _FREQUENCY_VALUES[key] = theta, attention_factor
-    return kept
+        if not _keepable(theta):
+            return _moved(theta, device), attention_factor
+        kept = _keep(key, (theta, attention_factor))
+    if device.type == "cpu" and kept[0].dtype == compute_dtype_for(device):
+        return kept
+    on_device = _FREQUENCY_VALUES.get((*key, device))
+    if on_device is None:
+        moved = _moved(kept[0], device), kept[1]
+        if not _keepable(moved[0]):
+            return moved
+        on_device = _keep((*key, device), moved)
+    return on_device
+
+
+def _keepable(theta: torch.Tensor) -> bool:
+    return type(theta) is torch.Tensor and not theta.is_inference() and not theta.requires_grad
+
+
+def _keep(key: tuple[object, ...], value: tuple[torch.Tensor, float]) -> tuple[torch.Tensor, float]:
+    if len(_FREQUENCY_VALUES) >= _FREQUENCY_VALUES_KEPT:
+        _FREQUENCY_VALUES.clear()
+    _FREQUENCY_VALUES[key] = value
+    return value
 
 
 def _signed(theta: torch.Tensor, layout: str) -> torch.Tensor:
@@ -589,7 +622,9 @@ def apply_rope(
         x: queries or keys, shape ``(..., seq_len, head_dim)`` with ``head_dim`` even, e.g.
             ``(batch, heads, seq_len, head_dim)``; float16, bfloat16, float32 or float64.
         positions: int64 (or float64, for fractional positions), non-negative, at most
-            ``2**53 - 1``. ``None`` (default) means ``0 .. seq_len - 1``. Shape
+            ``2**53 - 1``: entries checked on the CPU only (on a GPU, reading them would make
+            every call wait for the device; there a negative entry rotates backwards and a NaN
+            gives NaN). ``None`` (default) means ``0 .. seq_len - 1``. Shape
             ``(seq_len,)``: the same positions for every leading index of ``x``. Or one
             position per vector: shape ``x.shape[:-1]``, where a leading size may be 1 to be
             shared, e.g. ``(batch, 1, seq_len)`` for ``x`` of shape

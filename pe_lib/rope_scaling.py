@@ -94,7 +94,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -105,7 +105,7 @@ from ._validation import (
     check_positive_int,
     check_real,
 )
-from .sinusoidal import DEFAULT_BASE, angular_frequencies
+from .sinusoidal import DEFAULT_BASE, _angular_frequencies
 
 __all__ = [
     "DEFAULT_BASE",
@@ -122,6 +122,12 @@ __all__ = [
 #: ``compute(head_dim, base, params, seq_len) -> (inverse frequencies, attention factor)``.
 ScalingFunction = Callable[
     [int, float, Mapping[str, Any], "float | None"], tuple[torch.Tensor, float]
+]
+
+#: A :data:`ScalingFunction` that also takes the device to form them on (``forms_on_device``).
+_OnDevice = Callable[
+    [int, float, Mapping[str, Any], "float | None", "torch.device | None"],
+    tuple[torch.Tensor, float],
 ]
 
 #: ``check(name, value) -> value``: raises TypeError/ValueError naming ``name``.
@@ -167,6 +173,9 @@ class RopeScaling:
         reference: the code (or formula) the method's numbers are those of, for messages.
         refused: keys a model's entry may hold that the method does not read, each with what to
             do instead (the error for such a key says it).
+        forms_on_device: ``compute`` takes a fifth argument, the device to form the
+            frequencies on (``None``: the default device); otherwise they are formed on the CPU
+            and copied where they are asked for.
     """
 
     compute: ScalingFunction
@@ -177,6 +186,7 @@ class RopeScaling:
     full_width: bool = False
     reference: str = ""
     refused: Mapping[str, str] = field(default_factory=dict)
+    forms_on_device: bool = False
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -275,9 +285,9 @@ def _rotary_dim(head_dim: int, params: Mapping[str, Any], rope_type: str) -> int
     return dim
 
 
-def _plain(dim: int, base: float) -> torch.Tensor:
-    """theta_i = base ** (-2i / dim), float64, shape (dim // 2,)."""
-    return angular_frequencies(dim, base)
+def _plain(dim: int, base: float, device: torch.device | None) -> torch.Tensor:
+    """theta_i = base ** (-2i / dim), float64, shape (dim // 2,), on ``device``."""
+    return _angular_frequencies(dim, base, device)
 
 
 def _ntk_base(base: float, alpha: float, dim: int) -> float:
@@ -321,22 +331,34 @@ def _need_max_position_embeddings(rope_type: str, why: str) -> ValueError:
 
 
 def _default(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
+    head_dim: int,
+    base: float,
+    params: Mapping[str, Any],
+    seq_len: float | None,
+    device: torch.device | None = None,
 ) -> tuple[torch.Tensor, float]:
-    return _plain(_rotary_dim(head_dim, params, "default"), base), 1.0
+    return _plain(_rotary_dim(head_dim, params, "default"), base, device), 1.0
 
 
 def _linear(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
+    head_dim: int,
+    base: float,
+    params: Mapping[str, Any],
+    seq_len: float | None,
+    device: torch.device | None = None,
 ) -> tuple[torch.Tensor, float]:
-    return _plain(_rotary_dim(head_dim, params, "linear"), base) / params["factor"], 1.0
+    return _plain(_rotary_dim(head_dim, params, "linear"), base, device) / params["factor"], 1.0
 
 
 def _ntk(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
+    head_dim: int,
+    base: float,
+    params: Mapping[str, Any],
+    seq_len: float | None,
+    device: torch.device | None = None,
 ) -> tuple[torch.Tensor, float]:
     dim = _rotary_dim(head_dim, params, "ntk")
-    return _plain(dim, _ntk_base(base, params["factor"], dim)), 1.0
+    return _plain(dim, _ntk_base(base, params["factor"], dim), device), 1.0
 
 
 def _prepare_dynamic(params: dict[str, Any], max_position_embeddings: int | None) -> None:
@@ -348,13 +370,17 @@ def _prepare_dynamic(params: dict[str, Any], max_position_embeddings: int | None
 
 
 def _dynamic(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
+    head_dim: int,
+    base: float,
+    params: Mapping[str, Any],
+    seq_len: float | None,
+    device: torch.device | None = None,
 ) -> tuple[torch.Tensor, float]:
     factor, original = params["factor"], params["original_max_position_embeddings"]
     length = max(seq_len or 0, original)  # rope_frequencies requires seq_len (needs_seq_len)
     alpha = factor * length / original - (factor - 1.0)
     dim = _rotary_dim(head_dim, params, "dynamic")
-    return _plain(dim, _ntk_base(base, alpha, dim)), 1.0
+    return _plain(dim, _ntk_base(base, alpha, dim), device), 1.0
 
 
 def _yarn_pair_index(turns: float, dim: int, base: float, original: int) -> float:
@@ -387,7 +413,11 @@ def _prepare_yarn(params: dict[str, Any], max_position_embeddings: int | None) -
 
 
 def _yarn(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
+    head_dim: int,
+    base: float,
+    params: Mapping[str, Any],
+    seq_len: float | None,
+    device: torch.device | None = None,
 ) -> tuple[torch.Tensor, float]:
     factor, original = params["factor"], params["original_max_position_embeddings"]
     dim = _rotary_dim(head_dim, params, "yarn")
@@ -399,9 +429,9 @@ def _yarn(
         first, last = max(first, 0), min(last, dim - 1)
     if first == last:
         last += 0.001  # as the reference code: a ramp of (almost) no width
-    pair_index = torch.arange(dim // 2, dtype=torch.float64)
+    pair_index = torch.arange(dim // 2, dtype=torch.float64, device=device)
     keep = 1.0 - ((pair_index - first) / (last - first)).clamp(0.0, 1.0)
-    theta = _blend(_plain(dim, base), factor, keep)
+    theta = _blend(_plain(dim, base, device), factor, keep)
 
     attention_factor = params["attention_factor"]
     if attention_factor is None:
@@ -437,7 +467,11 @@ def _prepare_longrope(params: dict[str, Any], max_position_embeddings: int | Non
 
 
 def _longrope(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
+    head_dim: int,
+    base: float,
+    params: Mapping[str, Any],
+    seq_len: float | None,
+    device: torch.device | None = None,
 ) -> tuple[torch.Tensor, float]:
     dim = _rotary_dim(head_dim, params, "longrope")
     original, factor = params["original_max_position_embeddings"], params["factor"]
@@ -448,13 +482,13 @@ def _longrope(
                 f"head_dim {head_dim} (rotary_dim {dim}), got {len(params[key])}"
             )
     key = "long_factor" if seq_len is not None and seq_len > original else "short_factor"
-    divisors = torch.tensor(params[key], dtype=torch.float64)
+    divisors = torch.tensor(params[key], dtype=torch.float64, device=device)
     attention_factor = params["attention_factor"]
     if attention_factor is None:
         attention_factor = (
             1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
         )
-    return _plain(dim, base) / divisors, attention_factor
+    return _plain(dim, base, device) / divisors, attention_factor
 
 
 def _prepare_llama3(params: dict[str, Any], max_position_embeddings: int | None) -> None:
@@ -462,10 +496,14 @@ def _prepare_llama3(params: dict[str, Any], max_position_embeddings: int | None)
 
 
 def _llama3(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
+    head_dim: int,
+    base: float,
+    params: Mapping[str, Any],
+    seq_len: float | None,
+    device: torch.device | None = None,
 ) -> tuple[torch.Tensor, float]:
     low, high = params["low_freq_factor"], params["high_freq_factor"]
-    theta = _plain(_rotary_dim(head_dim, params, "llama3"), base)
+    theta = _plain(_rotary_dim(head_dim, params, "llama3"), base, device)
     turns = _turns(theta, params["original_max_position_embeddings"])
     if low == high:  # Llama 4 Scout: a step, kept from r = low_freq_factor up
         keep = (turns >= low).to(theta.dtype)
@@ -475,11 +513,15 @@ def _llama3(
 
 
 def _proportional(
-    head_dim: int, base: float, params: Mapping[str, Any], seq_len: float | None
+    head_dim: int,
+    base: float,
+    params: Mapping[str, Any],
+    seq_len: float | None,
+    device: torch.device | None = None,
 ) -> tuple[torch.Tensor, float]:
     rotated = int(params.get("partial_rotary_factor", 1.0) * head_dim // 2)
-    theta = torch.zeros(head_dim // 2, dtype=torch.float64)
-    theta[:rotated] = _plain(head_dim, base)[:rotated]
+    theta = torch.zeros(head_dim // 2, dtype=torch.float64, device=device)
+    theta[:rotated] = _plain(head_dim, base, device)[:rotated]
     return theta / params["factor"], 1.0
 
 
@@ -492,18 +534,25 @@ _ORIGINAL = {"original_max_position_embeddings": Key(_length)}
 
 #: Every scaling by its ``rope_type``, each a :class:`RopeScaling`; a new scaling is one entry here.
 ROPE_SCALINGS: dict[str, RopeScaling] = {
-    "default": RopeScaling(_default, reference="RoFormer's theta_i = base ** (-2i / d)"),
+    "default": RopeScaling(
+        _default, forms_on_device=True, reference="RoFormer's theta_i = base ** (-2i / d)"
+    ),
     "linear": RopeScaling(
-        _linear, keys=_FACTOR, reference=_hf("_compute_linear_scaling_rope_parameters")
+        _linear,
+        forms_on_device=True,
+        keys=_FACTOR,
+        reference=_hf("_compute_linear_scaling_rope_parameters"),
     ),
     "ntk": RopeScaling(
         _ntk,
+        forms_on_device=True,
         keys=_FACTOR,
         min_rotary_dim=4,
         reference="pe_lib's own static NTK base change, b * factor ** (d / (d - 2))",
     ),
     "dynamic": RopeScaling(
         _dynamic,
+        forms_on_device=True,
         keys=_FACTOR,
         prepare=_prepare_dynamic,
         needs_seq_len=True,
@@ -518,6 +567,7 @@ ROPE_SCALINGS: dict[str, RopeScaling] = {
     ),
     "yarn": RopeScaling(
         _yarn,
+        forms_on_device=True,
         keys={
             **_FACTOR,
             **_ORIGINAL,
@@ -534,6 +584,7 @@ ROPE_SCALINGS: dict[str, RopeScaling] = {
     ),
     "longrope": RopeScaling(
         _longrope,
+        forms_on_device=True,
         keys={
             "short_factor": Key(_factor_list),
             "long_factor": Key(_factor_list),
@@ -547,6 +598,7 @@ ROPE_SCALINGS: dict[str, RopeScaling] = {
     ),
     "llama3": RopeScaling(
         _llama3,
+        forms_on_device=True,
         keys={
             **_FACTOR,
             "low_freq_factor": Key(_positive),
@@ -558,6 +610,7 @@ ROPE_SCALINGS: dict[str, RopeScaling] = {
     ),
     "proportional": RopeScaling(
         _proportional,
+        forms_on_device=True,
         keys={"factor": Key(_factor, 1.0)},
         full_width=True,
         reference=_hf("_compute_proportional_rope_parameters"),
@@ -762,11 +815,15 @@ def frequencies_of(
 
 
 def frequencies_at(
-    config: ScalingConfig, head_dim: int, length: float | None
+    config: ScalingConfig,
+    head_dim: int,
+    length: float | None,
+    device: torch.device | None = None,
 ) -> tuple[torch.Tensor, float]:
     """:func:`frequencies_of` at a checked ``length`` > 0, which may be fractional: the last
     position + 1 of fractional positions, as transformers' ``max(position_ids) + 1``
-    (``dynamic_rope_update`` in ``modeling_rope_utils.py``)."""
+    (``dynamic_rope_update`` in ``modeling_rope_utils.py``); formed on ``device`` (default:
+    the default device, the CPU unless set otherwise)."""
     entry = config.entry
     rotary_dim = config.rotary_dim(head_dim)
     if rotary_dim < entry.min_rotary_dim:
@@ -780,7 +837,11 @@ def frequencies_at(
             f"seq_len is required for rope_type {config.rope_type!r}: its frequencies depend "
             f"on the current sequence length"
         )
-    return entry.compute(head_dim, config.base, config.params, length)
+    if device is not None and entry.forms_on_device:
+        on_device = cast(_OnDevice, entry.compute)
+        return on_device(head_dim, config.base, config.params, length, device)
+    theta, attention_factor = entry.compute(head_dim, config.base, config.params, length)
+    return (theta if device is None else theta.to(device)), attention_factor
 
 
 def rope_frequencies(

@@ -65,8 +65,16 @@ def angular_frequencies(d_model: int, base: float = DEFAULT_BASE) -> torch.Tenso
     """
     d_model = check_positive_int("d_model", d_model)
     base = check_base("base", base)
+    return _angular_frequencies(d_model, base, None)
+
+
+def _angular_frequencies(d_model: int, base: float, device: torch.device | None) -> torch.Tensor:
+    """:func:`angular_frequencies` for checked arguments, formed on ``device`` (default: the
+    current default device)."""
     # -2i for i = 0 .. ceil(d/2) - 1, exact in float64
-    exponents = torch.arange(0.0, -2.0 * ((d_model + 1) // 2), -2.0, dtype=torch.float64)
+    exponents = torch.arange(
+        0.0, -2.0 * ((d_model + 1) // 2), -2.0, dtype=torch.float64, device=device
+    )
     return torch.pow(base, exponents / d_model)
 
 

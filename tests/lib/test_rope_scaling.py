@@ -43,6 +43,7 @@ from pe_lib.rope_scaling import (
     Key,
     RopeScaling,
     ScalingConfig,
+    frequencies_at,
     resolve_scaling,
     rope_frequencies,
 )
@@ -196,6 +197,24 @@ def as_numpy(theta: torch.Tensor) -> np.ndarray:
 
 def test_every_registered_scaling_has_a_reference_and_an_example():
     assert set(REFERENCES) == set(ROPE_SCALINGS) == set(EXAMPLES)
+
+
+@pytest.mark.parametrize("rope_type", sorted(ROPE_SCALINGS))
+def test_each_method_forms_its_frequencies_on_the_device_asked_for(rope_type):
+    # a compiled graph forms them on the GPU it runs on; a factory left on the CPU would mix
+    # devices (an error) or return a CPU tensor. Here the meta device stands for a GPU.
+    config = resolve_scaling(example(rope_type, 64), 10000.0, max_position_embeddings=MAX_POSITIONS)
+    for seq_len in (16, 100):
+        on_cpu, attention = frequencies_at(config, 64, seq_len)
+        on_meta, attention_meta = frequencies_at(config, 64, seq_len, torch.device("meta"))
+        assert on_meta.device.type == "meta" and on_cpu.device.type == "cpu"
+        assert (on_meta.shape, on_meta.dtype, attention_meta) == (
+            on_cpu.shape,
+            on_cpu.dtype,
+            attention,
+        )
+        explicit, _ = frequencies_at(config, 64, seq_len, torch.device("cpu"))
+        assert torch.equal(explicit, on_cpu)
 
 
 @pytest.mark.parametrize("rope_type", sorted(ROPE_SCALINGS))

@@ -34,7 +34,16 @@
   function start() {
     const boxes = document.querySelectorAll(BOXES);
     const observer = new ResizeObserver((entries) => entries.forEach((entry) => measure(entry.target)));
-    boxes.forEach((box) => observer.observe(box));
+    boxes.forEach((box) => {
+      measure(box);
+      observer.observe(box);
+    });
+    // A folded cell (a closed <details>) lays its boxes out when it is opened: measure them then.
+    document.querySelectorAll("article details").forEach((details) =>
+      details.addEventListener("toggle", () =>
+        details.querySelectorAll("div.highlight > pre").forEach((box) => box.matches(BOXES) && measure(box))
+      )
+    );
   }
 
   if (document.readyState === "loading") {

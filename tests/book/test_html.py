@@ -853,7 +853,7 @@ NARROW_WIDTH = 400
 # outside the boxes that may scroll inside themselves (code, display math, wide tables).
 WIDER_THAN = """(limit) => {
     const scrolls = 'pre, .highlight, mjx-container[display="true"], span.math > mjx-container, '
-        + '.pst-scrollable-table-container';
+        + '.pst-scrollable-table-container, .pe-table-box';
     const found = [];
     for (const el of document.querySelectorAll('article *')) {
         if (el.getBoundingClientRect().right > limit + 1 && !el.closest(scrolls)) {

@@ -39,7 +39,7 @@ from ._validation import (
     check_nonnegative_int,
     check_positive_int,
 )
-from .pretrained import RotaryLlama, _rms_norm
+from .pretrained import RotaryLlama, _block_qkv, _block_rest, _rms_norm
 from .rope import apply_rope
 
 __all__ = [
@@ -289,14 +289,7 @@ def run_cached(
     h = F.embedding(ids, w["model.embed_tokens.weight"])
     for layer in range(spec.num_layers):
         p = f"model.layers.{layer}."
-        x = _rms_norm(h, w[p + "input_layernorm.weight"], eps)
-        # (batch, heads, new, head_dim)
-        q = F.linear(x, w[p + "self_attn.q_proj.weight"])
-        q = q.view(batch, new, spec.num_heads, spec.head_dim).transpose(1, 2)
-        k = F.linear(x, w[p + "self_attn.k_proj.weight"])
-        k = k.view(batch, new, spec.num_kv_heads, spec.head_dim).transpose(1, 2)
-        v = F.linear(x, w[p + "self_attn.v_proj.weight"])
-        v = v.view(batch, new, spec.num_kv_heads, spec.head_dim).transpose(1, 2)
+        q, k, v = _block_qkv(w, p, h, spec)  # (batch, heads, new, head_dim)
         q = rotate(q, query_at)
         if cache.rotated:
             k = rotate(k, query_at)  # rotated once, at its own position
@@ -312,11 +305,5 @@ def run_cached(
         a = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attend, enable_gqa=spec.num_heads != spec.num_kv_heads
         )
-        a = a.transpose(1, 2).reshape(batch, new, spec.num_heads * spec.head_dim)
-        h = h + F.linear(a, w[p + "self_attn.o_proj.weight"])
-        x = _rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
-        gate = F.silu(F.linear(x, w[p + "mlp.gate_proj.weight"]))
-        h = h + F.linear(
-            gate * F.linear(x, w[p + "mlp.up_proj.weight"]), w[p + "mlp.down_proj.weight"]
-        )
+        h = _block_rest(w, p, h, a, spec)
     return F.linear(_rms_norm(h, w["model.norm.weight"], eps), model.head)

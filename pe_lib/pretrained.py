@@ -705,6 +705,38 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
+def _block_qkv(
+    w: Mapping[str, torch.Tensor], p: str, h: torch.Tensor, spec: LlamaSpec
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Block ``p``'s queries, keys and values of the residual stream ``h`` (batch, seq_len,
+    hidden), unrotated: ``(batch, heads, seq_len, head_dim)`` each (grouped key-value heads)."""
+    batch, length = h.shape[:2]
+    x = _rms_norm(h, w[p + "input_layernorm.weight"], spec.rms_norm_eps)
+    q = F.linear(x, w[p + "self_attn.q_proj.weight"])
+    k = F.linear(x, w[p + "self_attn.k_proj.weight"])
+    v = F.linear(x, w[p + "self_attn.v_proj.weight"])
+    return (
+        q.view(batch, length, spec.num_heads, spec.head_dim).transpose(1, 2),
+        k.view(batch, length, spec.num_kv_heads, spec.head_dim).transpose(1, 2),
+        v.view(batch, length, spec.num_kv_heads, spec.head_dim).transpose(1, 2),
+    )
+
+
+def _block_rest(
+    w: Mapping[str, torch.Tensor], p: str, h: torch.Tensor, a: torch.Tensor, spec: LlamaSpec
+) -> torch.Tensor:
+    """The residual stream after block ``p``, from its attention output ``a`` (batch, heads,
+    seq_len, head_dim): the output projection, then the gated MLP."""
+    batch, length = h.shape[:2]
+    a = a.transpose(1, 2).reshape(batch, length, spec.num_heads * spec.head_dim)
+    h = h + F.linear(a, w[p + "self_attn.o_proj.weight"])
+    x = _rms_norm(h, w[p + "post_attention_layernorm.weight"], spec.rms_norm_eps)
+    gate = F.silu(F.linear(x, w[p + "mlp.gate_proj.weight"]))
+    return h + F.linear(
+        gate * F.linear(x, w[p + "mlp.up_proj.weight"]), w[p + "mlp.down_proj.weight"]
+    )
+
+
 class RotaryLlama(nn.Module):
     r"""A Llama-architecture decoder with pe_lib's rotation, in either layout, at any positions.
 
@@ -780,14 +812,7 @@ class RotaryLlama(nn.Module):
         h = F.embedding(ids, w["model.embed_tokens.weight"])
         for layer in range(spec.num_layers):
             p = f"model.layers.{layer}."
-            x = _rms_norm(h, w[p + "input_layernorm.weight"], eps)
-            q = F.linear(x, w[p + "self_attn.q_proj.weight"])
-            k = F.linear(x, w[p + "self_attn.k_proj.weight"])
-            v = F.linear(x, w[p + "self_attn.v_proj.weight"])
-            # (batch, heads, seq_len, head_dim)
-            q = q.view(batch, length, spec.num_heads, spec.head_dim).transpose(1, 2)
-            k = k.view(batch, length, spec.num_kv_heads, spec.head_dim).transpose(1, 2)
-            v = v.view(batch, length, spec.num_kv_heads, spec.head_dim).transpose(1, 2)
+            q, k, v = _block_qkv(w, p, h, spec)  # (batch, heads, seq_len, head_dim)
             q, k = (
                 apply_rope(
                     t,
@@ -801,13 +826,7 @@ class RotaryLlama(nn.Module):
             a = F.scaled_dot_product_attention(
                 q, k, v, is_causal=True, enable_gqa=spec.num_heads != spec.num_kv_heads
             )
-            a = a.transpose(1, 2).reshape(batch, length, spec.num_heads * spec.head_dim)
-            h = h + F.linear(a, w[p + "self_attn.o_proj.weight"])
-            x = _rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
-            gate = F.silu(F.linear(x, w[p + "mlp.gate_proj.weight"]))
-            h = h + F.linear(
-                gate * F.linear(x, w[p + "mlp.up_proj.weight"]), w[p + "mlp.down_proj.weight"]
-            )
+            h = _block_rest(w, p, h, a, spec)
         return _rms_norm(h, w["model.norm.weight"], eps)
 
     def forward(self, ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:

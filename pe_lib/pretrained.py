@@ -34,6 +34,7 @@ tested against (``tests/lib/test_pretrained.py``).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import json
@@ -41,7 +42,7 @@ import os
 import subprocess
 import sys
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -791,6 +792,23 @@ class RotaryLlama(nn.Module):
         ``(batch, seq_len)``, the position each token is rotated at (default ``0..seq_len-1``);
         attention stays causal in the order of ``ids`` whatever the positions.
         """
+        # only the last state is kept
+        (last,) = collections.deque(self._residual_stream(ids, positions), maxlen=1)
+        return _rms_norm(last, self.weights["model.norm.weight"], self.spec.rms_norm_eps)
+
+    def layer_states(
+        self, ids: torch.Tensor, positions: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, ...]:
+        """The residual stream ``(batch, seq_len, hidden_size)`` before the first block and
+        after each block, ``num_layers + 1`` tensors, the last one normalised (it is
+        :meth:`hidden_states`): what transformers' Llama returns with
+        ``output_hidden_states=True``. Arguments as :meth:`hidden_states`."""
+        *states, last = self._residual_stream(ids, positions)
+        return (*states, _rms_norm(last, self.weights["model.norm.weight"], self.spec.rms_norm_eps))
+
+    def _residual_stream(
+        self, ids: torch.Tensor, positions: torch.Tensor | None
+    ) -> Iterator[torch.Tensor]:
         ids = check_int64_tensor("ids", ids, 2, "an int64 tensor of shape (batch, seq_len)")
         spec = self.spec
         check_ids_below("ids", ids, spec.vocab_size)
@@ -808,8 +826,9 @@ class RotaryLlama(nn.Module):
                 f"seq_len={length}, got {positions.dtype} {tuple(positions.shape)}"
             )
         rope_positions = positions if positions.dim() == 1 else positions[:, None, :]
-        w, eps = self.weights, spec.rms_norm_eps
+        w = self.weights
         h = F.embedding(ids, w["model.embed_tokens.weight"])
+        yield h
         for layer in range(spec.num_layers):
             p = f"model.layers.{layer}."
             q, k, v = _block_qkv(w, p, h, spec)  # (batch, heads, seq_len, head_dim)
@@ -827,7 +846,7 @@ class RotaryLlama(nn.Module):
                 q, k, v, is_causal=True, enable_gqa=spec.num_heads != spec.num_kv_heads
             )
             h = _block_rest(w, p, h, a, spec)
-        return _rms_norm(h, w["model.norm.weight"], eps)
+            yield h
 
     def forward(self, ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``(batch, seq_len, vocab_size)`` (see :meth:`hidden_states`)."""

@@ -265,9 +265,12 @@ korean-html-test: $(STAMP) book book-ko $(AXE)
 	BOOK_HTML_DIR=$(KO_HTML) $(BIN)/python -m pytest -m "html and korean_browser" \
 		tests/book/test_html.py
 # What the browser checks on every Korean page is chosen by a marker (korean_browser, in
-# tests/book/test_html.py): it reads offline (math, links, images, every Hangul glyph from the web
-# font), fits 400 px, reads in dark mode, every figure is live, search finds Korean words, and
-# what each page weighs.
+# tests/book/test_html.py): what differs from its English twin. It reads offline (math, links,
+# images, every Hangul glyph from the web font), its text fits 400 px, every figure is live,
+# search finds Korean words, axe finds no serious violation (light theme), and what each page
+# weighs. What the two editions share, proven identical by `make korean-test` (code, outputs,
+# figures, math), is checked on the English pages alone: figures in dark mode, chart contrast,
+# code and tables on a phone, formulas' widths.
 
 ## execute: re-run every chapter (in its own folder) and store its outputs (then commit them).
 execute: $(STAMP) weights

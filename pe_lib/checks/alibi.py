@@ -57,7 +57,7 @@ _SLOPES_EXCEPTION = SLOPES_MISTAKES.declare(
     "fix that error first (the traceback above this one shows where it happened); slopes must "
     "accept every head count n >= 1, powers of two or not.",
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "{call:이} {error_type:을} 일으켰다: {error}.",
         "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). slopes는 2의 거듭제곱이든 아니든 모든 헤드 수 n >= 1을 받아야 한다.",
     ),
 )
@@ -66,7 +66,7 @@ _SLOPES_TYPE = SLOPES_MISTAKES.declare(
     "slopes({n}) returned {what}.",
     "return the n slopes as a list of floats, a numpy array or a torch tensor.",
     ko=(
-        "slopes({n})가 {what}을(를) 반환했다.",
+        "slopes({n})가 {what:을} 반환했다.",
         "n개의 기울기를 float 리스트, numpy 배열, torch 텐서 가운데 하나로 반환하라.",
     ),
 )
@@ -75,7 +75,7 @@ _SLOPES_SHAPE = SLOPES_MISTAKES.declare(
     "slopes({n}) returned {count} values (shape {shape}): one slope per head is {n}.",
     "return exactly n slopes, head 1 first.",
     ko=(
-        "slopes({n})가 값 {count}개(모양 {shape})를 반환했다: 헤드마다 기울기 하나씩이면 {n}개다.",
+        "slopes({n})가 값 {count}개(shape {shape})를 반환했다: 헤드마다 기울기 하나씩이면 {n}개다.",
         "정확히 n개의 기울기를 헤드 1부터 반환하라.",
     ),
 )
@@ -106,7 +106,7 @@ _SLOPES_ORDER = SLOPES_MISTAKES.declare(
     "extra slopes come after the first n0 and interleave with them, they are not sorted); "
     "a pretrained model's heads expect exactly that order. " + _SLOPES_RULE,
     ko=(
-        "slopes({n})에 맞는 값이 다른 순서로 들어 있다: {values}. 헤드 1 .. {n}은 {wanted}을(를) 가져야 한다.",
+        "slopes({n})에 맞는 값이 다른 순서로 들어 있다: {values}. 헤드 1 .. {n:은} {wanted:을} 가져야 한다.",
         "저자들의 순서를 지켜라(헤드 h는 수열의 h번째 기울기를 받는다. 2의 거듭제곱이 아니면 여분의 기울기가 처음 n0개 뒤에 와서 그것들과 엇갈리며, 정렬되어 있지 않다). 사전 학습된 모델의 헤드는 바로 그 순서를 기대한다. "
         + _SLOPES_RULE_KO,
     ),
@@ -136,7 +136,7 @@ _GEOMETRIC = SLOPES_MISTAKES.declare(
     "{wanted}.",
     _SLOPES_RULE,
     ko=(
-        "헤드 {n}개(2의 거듭제곱)에서 기울기 {head}가 {found}인데, 2 ** (-8 * {head} / {n}) = {wanted}이다.",
+        "헤드 {n}개(2의 거듭제곱)에서 기울기 {head:가} {found}인데, 2 ** (-8 * {head} / {n}) = {wanted}이다.",
         _SLOPES_RULE_KO,
     ),
 )
@@ -146,7 +146,7 @@ _EXTENDED = SLOPES_MISTAKES.declare(
     "the paper's sequence holds for powers of two only.",
     _SLOPES_RULE,
     ko=(
-        "slopes({n})가 등비수열 2 ** (-8h / {n})이지만, {n}은 2의 거듭제곱이 아니다: 논문의 수열은 2의 거듭제곱에만 성립한다.",
+        "slopes({n})가 등비수열 2 ** (-8h / {n})이지만, {n:은} 2의 거듭제곱이 아니다: 논문의 수열은 2의 거듭제곱에만 성립한다.",
         _SLOPES_RULE_KO,
     ),
 )
@@ -175,7 +175,7 @@ _NON_POWER = SLOPES_MISTAKES.declare(
     "rule gives {wanted}.",
     _SLOPES_RULE,
     ko=(
-        "기울기가 2의 거듭제곱에서는 맞지만 헤드 {n}개에서는 틀렸다: {found}인데, 저자들의 규칙은 {wanted}을(를) 준다.",
+        "기울기가 2의 거듭제곱에서는 맞지만 헤드 {n}개에서는 틀렸다: {found}인데, 저자들의 규칙은 {wanted:을} 준다.",
         _SLOPES_RULE_KO,
     ),
 )
@@ -309,7 +309,7 @@ _BIAS_CONTRACT = (
     "-s_h * (p_i - j) for keys at or before the query's position p_i, -inf after it."
 )
 _BIAS_CONTRACT_KO = (
-    "bias(num_heads, q_len, k_len)는 모양 (num_heads, q_len, k_len)을 반환해야 한다: 키는 위치 "
+    "bias(num_heads, q_len, k_len)는 shape (num_heads, q_len, k_len)을 반환해야 한다: 키는 위치 "
     "0 .. k_len - 1에 있고, 쿼리는 그 가운데 마지막 q_len개이며, 성분 [h, i, j]는 쿼리 위치 p_i "
     "이전(같은 위치 포함)의 키에 대해 -s_h * (p_i - j), 그 뒤의 키에 대해 -inf이다."
 )
@@ -320,7 +320,7 @@ _BIAS_EXCEPTION = BIAS_MISTAKES.declare(
     "fix that error first (the traceback above this one shows where it happened). "
     + _BIAS_CONTRACT,
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "{call:이} {error_type:을} 일으켰다: {error}.",
         "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). "
         + _BIAS_CONTRACT_KO,
     ),
@@ -330,7 +330,7 @@ _BIAS_TYPE = BIAS_MISTAKES.declare(
     "{call} returned {what}.",
     "return a torch tensor or numpy array. " + _BIAS_CONTRACT,
     ko=(
-        "{call}이(가) {what}을(를) 반환했다.",
+        "{call:이} {what:을} 반환했다.",
         "torch 텐서나 numpy 배열을 반환하라. " + _BIAS_CONTRACT_KO,
     ),
 )
@@ -339,7 +339,7 @@ _BIAS_SHAPE = BIAS_MISTAKES.declare(
     "{call} returned shape {shape}, not (num_heads, q_len, k_len) = {wanted}.",
     _BIAS_CONTRACT + " A leading batch dimension of 1 is accepted.",
     ko=(
-        "{call}이(가) (num_heads, q_len, k_len) = {wanted}이 아니라 모양 {shape}을(를) 반환했다.",
+        "{call:이} (num_heads, q_len, k_len) = {wanted:이} 아니라 shape {shape:을} 반환했다.",
         _BIAS_CONTRACT_KO + " 앞에 크기 1인 배치 차원이 있어도 된다.",
     ),
 )
@@ -350,7 +350,7 @@ _BIAS_NOT_FINITE = BIAS_MISTAKES.declare(
     "look for 0 * inf (multiplying the mask by a slope) or a division by zero; build the "
     "finite bias first, then masked_fill(future, float('-inf')).",
     ko=(
-        "편향에 {what}이(가) 있다(헤드 {head}, 쿼리 {query}, 키 {key}). 마스크된 성분만 무한대일 수 있고, 그것도 -inf뿐이다.",
+        "편향에 {what:이} 있다(헤드 {head}, 쿼리 {query}, 키 {key}). 마스크된 성분만 무한대일 수 있고, 그것도 -inf뿐이다.",
         "0 * inf(마스크에 기울기를 곱하기)나 0으로 나누기를 찾아보라. 유한한 편향을 먼저 만들고 그다음 masked_fill(future, float('-inf'))를 하라.",
     ),
 )
@@ -386,7 +386,7 @@ _QUERY_OFFSET = BIAS_MISTAKES.declare(
     "query row i is at position p_i = i + k_len - q_len: distance = (torch.arange(q_len) + "
     "k_len - q_len)[:, None] - torch.arange(k_len)[None, :].",
     ko=(
-        "q_len={q_len} < k_len={k_len}에서 쿼리가 마지막 위치 {wanted}이(가) 아니라 위치 {found}에 놓였다: 키-값 캐시가 있으면 새 쿼리는 캐시된 키 뒤에 온다.",
+        "q_len={q_len} < k_len={k_len}에서 쿼리가 마지막 위치 {wanted:이} 아니라 위치 {found}에 놓였다: 키-값 캐시가 있으면 새 쿼리는 캐시된 키 뒤에 온다.",
         "쿼리 행 i는 위치 p_i = i + k_len - q_len에 있다: distance = (torch.arange(q_len) + k_len - q_len)[:, None] - torch.arange(k_len)[None, :].",
     ),
 )

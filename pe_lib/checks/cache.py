@@ -64,9 +64,9 @@ _EXCEPTION = MISTAKES.declare(
     "cache None at the first call (a prefill of several tokens), then one token at a time "
     "with the cache your step returned.",
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "{call:이} {error_type:을} 일으켰다: {error}.",
         "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). 검사기는 "
-        "모양이 (batch, heads, new, head_dim)인 float32 텐서로 step(q, k, v, cache)를 "
+        "shape이 (batch, heads, new, head_dim)인 float32 텐서로 step(q, k, v, cache)를 "
         "호출한다. 첫 호출(여러 토큰의 프리필)에서 cache는 None이고, 그다음에는 네 step이 "
         "반환한 캐시와 함께 한 번에 토큰 하나씩 호출한다.",
     ),
@@ -76,7 +76,7 @@ _WRONG_TYPE = MISTAKES.declare(
     "{call} returned {what}, not the pair (out, cache) with out a torch tensor.",
     "return out, cache: the new tokens' attention output and whatever the next call needs.",
     ko=(
-        "{call}이(가) out이 torch 텐서인 쌍 (out, cache)가 아니라 {what}을(를) 반환했다.",
+        "{call:이} out이 torch 텐서인 쌍 (out, cache)가 아니라 {what:을} 반환했다.",
         "out, cache를 반환하라: 새 토큰의 어텐션 출력과, 다음 호출에 필요한 것.",
     ),
 )
@@ -86,8 +86,8 @@ _SHAPE = MISTAKES.declare(
     "return one output per new query: shape (batch, heads, new, head_dim), like q (attend "
     "with the new queries only, over the cached and new keys).",
     ko=(
-        "{call}이(가) 모양 {shape}인 out을 반환했다. 새 토큰의 쿼리는 모양이 {q_shape}이다.",
-        "새 쿼리마다 출력 하나를 반환하라: q처럼 모양 (batch, heads, new, head_dim)이다"
+        "{call:이} shape {shape}인 out을 반환했다. 새 토큰의 쿼리는 shape이 {q_shape}이다.",
+        "새 쿼리마다 출력 하나를 반환하라: q처럼 shape (batch, heads, new, head_dim)이다"
         "(새 쿼리로만, 캐시된 키와 새 키 전체에 어텐션하라).",
     ),
 )
@@ -193,7 +193,7 @@ _WRONG_VALUES = MISTAKES.declare(
         "{call}에서 토큰 {token}(위치 {position})의 출력이 {error}만큼 어긋나는데(허용 "
         "{allowed}), 검사기가 아는 어떤 실수로도 설명되지 않는다.",
         "네 step을 전체 패스와 비교하라: softmax(q_rot k_rot^T / sqrt(head_dim) + 인과 "
-        "마스크) v, 모든 쿼리와 키는 절대 위치에서 회전한다(RoPE base {base}, 배치 "
+        "마스크) v, 모든 쿼리와 키는 절대 위치에서 회전한다(RoPE base {base}, 레이아웃 "
         "{layout!r}).",
     ),
 )

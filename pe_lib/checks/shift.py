@@ -38,7 +38,7 @@ _EXCEPTION = MISTAKES.declare(
     "fix that error first (the traceback above this one shows where it happened); build must "
     "accept any int k, negative and 0 included, and any even d_model.",
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "{call:이} {error_type:을} 일으켰다: {error}.",
         "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). build는 음수와 0을 포함한 모든 int k와 모든 짝수 d_model을 받아야 한다.",
     ),
 )
@@ -48,8 +48,8 @@ _WRONG_TYPE = MISTAKES.declare(
     "return a real numpy array or torch tensor of shape (d_model, d_model), float64 is best "
     "(np.array(...) turns nested lists into one).",
     ko=(
-        "build({k}, {d_model})가 {what}을(를) 반환했다.",
-        "모양이 (d_model, d_model)인 실수 numpy 배열이나 torch 텐서를 반환하라. float64가 가장 좋다(np.array(...)가 중첩 리스트를 배열 하나로 바꿔 준다).",
+        "build({k}, {d_model})가 {what:을} 반환했다.",
+        "shape이 (d_model, d_model)인 실수 numpy 배열이나 torch 텐서를 반환하라. float64가 가장 좋다(np.array(...)가 중첩 리스트를 배열 하나로 바꿔 준다).",
     ),
 )
 _WRONG_SHAPE = MISTAKES.declare(
@@ -58,7 +58,7 @@ _WRONG_SHAPE = MISTAKES.declare(
     "return the full (d_model, d_model) = ({d_model}, {d_model}) matrix, block-diagonal with "
     "one 2x2 rotation per sine/cosine pair.",
     ko=(
-        "build가 모양 {shape}을(를) 반환했다.",
+        "build가 shape {shape:을} 반환했다.",
         "사인/코사인 쌍마다 2x2 회전 하나를 둔 블록 대각 행렬, 즉 (d_model, d_model) = ({d_model}, {d_model}) 행렬 전체를 반환하라.",
     ),
 )
@@ -109,7 +109,7 @@ _LAYOUT = MISTAKES.declare(
     "is interleaved: sine in column 2i, cosine in column 2i+1.",
     f"put the 2x2 block {_ROTATION} on rows and columns 2i, 2i+1.",
     ko=(
-        "행렬이 '절반' 배치(사인 전부, 그다음 코사인 전부)에 작용하지만, 여기서 PE는 교대 배치다: 열 2i에 사인, 열 2i+1에 코사인.",
+        "행렬이 '절반' 레이아웃(사인 전부, 그다음 코사인 전부)에 작용하지만, 여기서 PE는 교대 레이아웃이다: 열 2i에 사인, 열 2i+1에 코사인.",
         f"2x2 블록 {_ROTATION}을 행과 열 2i, 2i+1에 두어라.",
     ),
 )
@@ -119,7 +119,7 @@ _WRONG_ANGLES = MISTAKES.declare(
     "{found} rad where k * w_{i} = {k} * {omega} is {wanted} rad (mod 2*pi).",
     "use w_i = base ** (-2i / d_model) and the angle k * w_i in block i.",
     ko=(
-        "행렬이 2x2 회전들로 이루어졌지만, 블록 {i}(행 {row}, {row_next})가 {found} rad만큼 회전한다. k * w_{i} = {k} * {omega}는 {wanted} rad이다(mod 2*pi).",
+        "행렬이 2x2 회전들로 이루어졌지만, 블록 {i}(행 {row}, {row_next})가 {found} rad만큼 회전한다. k * w_{i} = {k} * {omega:는} {wanted} rad이다(mod 2*pi).",
         "w_i = base ** (-2i / d_model)로 두고 블록 i에서 각도 k * w_i를 써라.",
     ),
 )

@@ -48,6 +48,7 @@ from ._core import (
     as_float64,
     column_frequencies,
     fmt_base,
+    particle,
     reference,
     say,
 )
@@ -61,7 +62,7 @@ _SHAPE = MISTAKES.declare(
     "The table must be 2-D, shape (num_positions, d_model), got shape {shape}.",
     "{hint}",
     ko=(
-        "테이블은 모양이 (num_positions, d_model)인 2차원이어야 하는데, 모양이 {shape}이다.",
+        "테이블은 shape이 (num_positions, d_model)인 2차원이어야 하는데, shape이 {shape}이다.",
         "{hint}",
     ),
 )
@@ -69,7 +70,7 @@ _EMPTY = MISTAKES.declare(
     "shape",
     "The table is empty (shape {shape}).",
     "it needs at least one position and one dimension.",
-    ko=("테이블이 비어 있다(모양 {shape}).", "위치가 적어도 하나, 차원이 적어도 하나 있어야 한다."),
+    ko=("테이블이 비어 있다(shape {shape}).", "위치가 적어도 하나, 차원이 적어도 하나 있어야 한다."),
 )
 _NOT_FINITE = MISTAKES.declare(
     "not_finite",
@@ -91,8 +92,8 @@ _TRANSPOSED = MISTAKES.declare(
     "return table.T, shape ({d_model}, {num_rows}), or build it with positions along the "
     "rows: angles = pos[:, None] * omega[None, :].",
     ko=(
-        "테이블이 전치되었다: 차원마다 행 하나, 위치마다 열 하나로, 모양이 (d_model, num_positions) = {shape}이다.",
-        "table.T(모양 ({d_model}, {num_rows}))를 반환하거나, 위치를 행 방향에 두고 만들어라: angles = pos[:, None] * omega[None, :].",
+        "테이블이 전치되었다: 차원마다 행 하나, 위치마다 열 하나로, shape이 (d_model, num_positions) = {shape}이다.",
+        "table.T(shape ({d_model}, {num_rows}))를 반환하거나, 위치를 행 방향에 두고 만들어라: angles = pos[:, None] * omega[None, :].",
     ),
 )
 _SWAPPED = MISTAKES.declare(
@@ -118,7 +119,7 @@ _SIN_THEN_COS = MISTAKES.declare(
     "The table is concatenated, all sines then all cosines (sin | cos), not interleaved.",
     _INTERLEAVE,
     ko=(
-        "테이블이 교대 배치가 아니라 사인 전부 다음에 코사인 전부를 이어 붙인 것이다(sin | cos).",
+        "테이블이 교대 레이아웃이 아니라 사인 전부 다음에 코사인 전부를 이어 붙인 것이다(sin | cos).",
         _INTERLEAVE_KO,
     ),
 )
@@ -127,7 +128,7 @@ _COS_THEN_SIN = MISTAKES.declare(
     "The table is concatenated, all cosines then all sines (cos | sin), not interleaved.",
     _INTERLEAVE,
     ko=(
-        "테이블이 교대 배치가 아니라 코사인 전부 다음에 사인 전부를 이어 붙인 것이다(cos | sin).",
+        "테이블이 교대 레이아웃이 아니라 코사인 전부 다음에 사인 전부를 이어 붙인 것이다(cos | sin).",
         _INTERLEAVE_KO,
     ),
 )
@@ -309,7 +310,7 @@ _BASE = MISTAKES.declare(
     "The table uses base {used}, not the base {base} asked for.{note}",
     "use omega_i = {base} ** (-2i / d_model) (base={base}).",
     ko=(
-        "테이블이 요청한 base {base}가 아니라 base {used}를 쓴다.{note}",
+        "테이블이 요청한 base {base:가} 아니라 base {used:를} 쓴다.{note}",
         "omega_i = {base} ** (-2i / d_model)를 써라(base={base}).",
     ),
 )
@@ -354,7 +355,7 @@ _WRONG_VALUES = MISTAKES.declare(
     "PE(pos, 2i+1) = cos(pos * omega_i), omega_i = base ** (-2i / d_model), for example "
     "against pe_lib.sinusoidal_table(num_positions, d_model, base=base, offset=offset).",
     ko=(
-        "{total}개 값 가운데 {wrong}개가 틀렸고, 검사기가 아는 흔한 실수에 해당하지 않는다. 가장 큰 오차는 위치 {position}, 차원 {dim}에 있다: 기대값 {expected}, 실제값 {found}(차이 {difference}).{hints}",
+        "{total}개 값 가운데 {wrong}개가 틀렸고, 검사기가 아는 흔한 실수에 해당하지 않는다. 가장 큰 오차는 위치 {position}, 차원 {dim}에 있다: 정답값 {expected}, 실제값 {found}(차이 {difference}).{hints}",
         "테이블을 성분별로 PE(pos, 2i) = sin(pos * omega_i), PE(pos, 2i+1) = cos(pos * omega_i), omega_i = base ** (-2i / d_model)와 비교하라. 예를 들어 pe_lib.sinusoidal_table(num_positions, d_model, base=base, offset=offset)와 비교하면 된다.",
     ),
 )
@@ -535,7 +536,7 @@ def _offset_how(offset: int, offset_name: str) -> str:
     return say(
         f"row r is position {offset_name} + r: pos = np.arange({offset_name}, {offset_name} + "
         f"num_positions) with {offset_name}={offset}.",
-        f"행 r은 위치 {offset_name} + r이다: {offset_name}={offset}로 두고 "
+        f"행 r은 위치 {offset_name} + r이다. {particle(f'{offset_name}={offset}', '으로')} 두고 "
         f"pos = np.arange({offset_name}, {offset_name} + num_positions).",
     )
 
@@ -678,8 +679,9 @@ def _fit_candidate(
         found.append((_OFFSET, _offset_fields(offset, offset_name, fit.offset)))
     if not found:
         return None
-    what = " ".join(m.texts()[0].format(**f) for m, f in found)
-    hows = [m.texts()[1].format(**f) for m, f in found]
+    rendered = [m.render(**f) for m, f in found]
+    what = " ".join(what for what, _ in rendered)
+    hows = [how for _, how in rendered]
     how = " ".join([hows[0], *(h[0].upper() + h[1:] for h in hows[1:])])
     combined = Mistake(found[0][0].code, "{what}", "{how}", ko=("{what}", "{how}"))
     waves = _correct(d_model, fit.base, offset=fit.offset, scale=fit.scale)
@@ -838,7 +840,7 @@ def _diagnose(
     context = say(
         f"For a {dtype} table of shape {tuple(values.shape)} "
         f"(base={fmt_base(base)}, {offset_name}={offset}): ",
-        f"모양이 {tuple(values.shape)}인 {dtype} 테이블"
+        f"shape이 {tuple(values.shape)}인 {dtype} 테이블"
         f"(base={fmt_base(base)}, {offset_name}={offset}): ",
     )
     evidence = _evidence(values, expected, error, offset)
@@ -914,7 +916,7 @@ def _evidence(
         f"Largest difference from the correct table: position {pos}, dimension {dim}: "
         f"expected {want:.6f}, found {got:.6f}.",
         f"올바른 테이블과 가장 크게 다른 곳: 위치 {pos}, 차원 {dim}: "
-        f"기대값 {want:.6f}, 실제값 {got:.6f}.",
+        f"정답값 {want:.6f}, 실제값 {got:.6f}.",
     )
 
 

@@ -155,22 +155,39 @@ _LETTER_END = {
     "m": "consonant",
     "n": "consonant",
 }
-_LETTER_END["r"] = "vowel"  # 아르
-# Read as an English word, a Latin word ends as Korean loanwords do: -l, -le as ㄹ (레이블,
-# 모듈), -m, -n, -ng on a consonant (엠베딩... 토큰, 스트링); anything else on a vowel (레이어,
-# 텐서, 에러, 하프, 마스크).
+_LETTER_END["r"] = "rieul"  # 알, as a variable is read (행 r은)
+# Read as an English word, a Latin word ends as its Korean loanword does (외래어 표기법): -l, -le
+# on ㄹ (레이블, 모듈); -m, -n, -ng, -me, -ne on a consonant (토큰, 타임, 라인); -p, -t, -b, -k after
+# one short vowel, and -ck, on a consonant (스텝, 오프셋, 레이아웃, 트레이스백); anything else on a
+# vowel (레이어, 텐서, 에러, 마스크, 플로트).
 _WORD_END = (
     ("le", "rieul"),
     ("l", "rieul"),
+    ("me", "consonant"),
+    ("ne", "consonant"),
     ("m", "consonant"),
     ("n", "consonant"),
     ("ng", "consonant"),
+    ("ck", "consonant"),
 )
+_VOWELS = "aeiou"
+# Words the book reads otherwise: "shape" and "type" as 셰입 and 타입 (the article writes
+# "shape이"), "RoPE" as 로프.
+_READINGS = {"shape": "consonant", "type": "consonant", "dtype": "consonant", "rope": "vowel"}
 
 
-# Words the book reads otherwise than the loanword rule: "shape" as 셰입 (the article writes
-# "shape이").
-_READINGS = {"shape": "consonant"}
+def _word_end(word: str) -> str:
+    """The final sound of a Latin word read as a Korean loanword (see :data:`_WORD_END`)."""
+    if word in _READINGS:
+        return _READINGS[word]
+    for ending, sound in _WORD_END:
+        if word.endswith(ending):
+            return sound
+    if len(word) >= 2 and word[-1] in "ptbk" and word[-2] in _VOWELS:
+        before = word[-3:-2]
+        if not before or before not in _VOWELS or word[-3:-1] == "ou":
+            return "consonant"  # 스텝, 오프셋, 아웃 (not 플로트: a long vowel)
+    return "vowel"
 
 
 def _final_sound(text: str) -> str:
@@ -181,7 +198,7 @@ def _final_sound(text: str) -> str:
     ``cos``... see :data:`_WORD_END`); a single letter or an all-capital abbreviation by its
     letters' names (``x``, 엑스; ``L``, 엘). Closing quotes, brackets and dots are not read.
     """
-    stripped = text.rstrip(" '\"`)]}>.,;:!?…")
+    stripped = text.rstrip(" '\"`)]}>.,;:!?…_")
     if not stripped:
         return "vowel"
     last = stripped[-1]
@@ -199,13 +216,7 @@ def _final_sound(text: str) -> str:
         letters = word.group() if word else last
         if len(letters) == 1 or letters.isupper():
             return _LETTER_END[letters[-1].lower()]
-        lower = letters.lower()
-        if lower in _READINGS:
-            return _READINGS[lower]
-        for ending, sound in _WORD_END:
-            if lower.endswith(ending):
-                return sound
-        return "vowel"
+        return _word_end(letters.lower())
     return "vowel"  # a symbol (θ, %, ...) read as a word ending on a vowel (세타, 퍼센트)
 
 

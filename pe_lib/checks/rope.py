@@ -97,7 +97,7 @@ _EXCEPTION = MISTAKES.declare(
     "too (seq_len 1).",
     ko=(
         "{call:이} {error_type:을} 일으켰다. 오류 내용: {error}",
-        "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). 검사기는 shape이 (batch, heads, seq_len, head_dim)인 x를 검사하는 dtype마다(따로 정하지 않으면 float64, float32, bfloat16) 위치 0부터 10001까지(max_len=으로 캐시 크기를 넘기면 max_len - 1까지) 넘기며, 한 번에 한 단계씩 디코딩하는 경우(seq_len 1)도 넘긴다.",
+        "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). 검사기는 shape이 (batch, heads, seq_len, head_dim)인 x를 검사하는 dtype마다(따로 정하지 않으면 float64, float32, bfloat16) 위치 0부터 10001까지(캐시 크기를 max_len 인자로 넘기면 max_len - 1까지) 넘기며, 한 번에 한 단계씩 디코딩하는 경우(seq_len 1)도 넘긴다.",
     ),
 )
 _IN_PLACE = MISTAKES.declare(

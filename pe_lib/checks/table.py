@@ -70,7 +70,10 @@ _EMPTY = MISTAKES.declare(
     "shape",
     "The table is empty (shape {shape}).",
     "it needs at least one position and one dimension.",
-    ko=("테이블이 비어 있다(shape {shape}).", "위치가 적어도 하나, 차원이 적어도 하나 있어야 한다."),
+    ko=(
+        "테이블이 비어 있다(shape {shape}).",
+        "위치가 적어도 하나, 차원이 적어도 하나 있어야 한다.",
+    ),
 )
 _NOT_FINITE = MISTAKES.declare(
     "not_finite",

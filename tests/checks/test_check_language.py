@@ -144,8 +144,9 @@ def test_what_the_student_handed_in_is_named_in_the_language_but_argument_errors
 
 #: A substituted value followed by a particle that changes with it, written without a particle
 #: spec (``{call}이`` instead of ``{call:이}``): right for some values, wrong for others.
+_PARTICLE = "(?:으로|이라|이나|을|를|이|가|은|는|와|과|로)"
 BARE_PARTICLE = re.compile(
-    r"\{[^{}:]*\}(으로|이라|이나|을|를|이|가|은|는|와|과|로)(?![\uac00-\ud7a3])"
+    r"\{[^{}:]*(?::(?!" + _PARTICLE + r"\})[^{}]*)?\}" + _PARTICLE + r"(?![\uac00-\ud7a3])"
 )
 
 
@@ -194,6 +195,13 @@ def test_a_particle_fits_the_last_sound_of_what_it_follows(
     other = {"을": "를", "를": "을", "이": "가", "가": "이", "은": "는", "는": "은"}.get(form)
     if other:  # either form of the pair names it
         assert particle(value, other) == expected
+
+
+def test_a_bare_particle_after_a_field_is_seen() -> None:
+    assert BARE_PARTICLE.search("{call}이 실패했다")
+    assert BARE_PARTICLE.search("{value:.1f}로 높다")
+    assert not BARE_PARTICLE.search("{call:이} 실패했다")
+    assert not BARE_PARTICLE.search("{value}이다")
 
 
 def test_an_unknown_particle_is_refused_by_name() -> None:

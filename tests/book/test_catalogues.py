@@ -23,7 +23,9 @@ from tests.book_sources import ROOT, markdown_of, titles
 LOCALE = ROOT / "locale" / "ko" / "LC_MESSAGES"
 GLOSSARY = ROOT / "locale" / "ko" / "glossary.tsv"
 ARTICLE = ROOT / "locale" / "ko" / "article-ko.txt"
-CATALOGUES = sorted(LOCALE.rglob("*.po"))
+CATALOGUES = sorted((LOCALE / "book").rglob("*.po"))
+#: The themes' words the Korean edition translates (tools and domains other than the pages).
+THEME_CATALOGUES = {"sphinx": "Color mode", "booktheme": "Live Code"}
 
 ARTICLE_ROLE = re.compile(r"\{article\}`([^`]*)`")
 # What a translation must carry over from its English unchanged: roles with their targets,
@@ -110,11 +112,23 @@ def article_text() -> str:
     return whitespace(ARTICLE.read_text(encoding="utf-8").replace("**", ""))
 
 
-def test_every_page_but_the_api_has_a_catalogue() -> None:
+def test_every_page_has_a_catalogue_and_the_api_s_holds_its_title_only() -> None:
     from tests.book_sources import GENERATED, toc_documents
 
-    expected = {doc for doc in toc_documents() if doc not in GENERATED}
-    assert {page(p) for p in CATALOGUES} == expected
+    assert {page(p) for p in CATALOGUES} == set(toc_documents())
+    for doc in GENERATED:  # generated from docstrings: English, but for its title
+        (title,) = [t.text for t in titles(doc) if t.level == 1]
+        assert [m.id for m in messages(LOCALE / f"{doc}.po")] == [title]
+
+
+@pytest.mark.parametrize(("domain", "example"), THEME_CATALOGUES.items())
+def test_the_themes_words_are_translated(domain: str, example: str) -> None:
+    """The theme's own words the Korean pages show ("Color mode", "Live Code"), from the
+    catalogues Sphinx (domain ``sphinx``) and the book's extension (``booktheme``) read."""
+    path = LOCALE / f"{domain}.po"
+    found = {m.id: m.string for m in messages(path)}
+    assert example in found
+    assert all(HANGUL.search(korean) for korean in found.values()), found
 
 
 @pytest.mark.parametrize("path", CATALOGUES, ids=page)

@@ -8,7 +8,8 @@ r"""What every homework checker shares.
   read from its catalogue, never kept by hand;
 * :func:`~pe_lib.checks.set_language` and :func:`~pe_lib.checks.get_language`, the language
   of the messages (``"en"`` or ``"ko"``), and :func:`say`, a phrase a checker builds at
-  failure time, in both languages;
+  failure time, in both languages; :func:`particle`, a value followed by the Korean particle
+  its last sound asks for (a Korean template writes ``{field:을}`` for the same);
 * :func:`call_student`, calling student code so that an error in it is reported as the call
   that raised, not as a traceback from inside the checker;
 * :class:`Tolerance`, the error allowed for a sinusoid computed in a given precision;
@@ -223,13 +224,13 @@ def _final_sound(text: str) -> str:
 def particle(value: object, form: str) -> str:
     """``value`` followed by the Korean particle ``form`` in the shape its last sound takes.
 
-    ``form`` is either shape of a pair of :data:`PARTICLES` (``"을"`` or ``"를"``, ``"으로"`` or
+    ``form`` is either shape of a pair of ``PARTICLES`` (``"을"`` or ``"를"``, ``"으로"`` or
     ``"로"``, ...): ``particle("dropout=0.1", "를")`` is ``"dropout=0.1을"``,
     ``particle("RuntimeError", "으로")`` is ``"RuntimeError로"``. In a catalogue's Korean
     templates the same is written ``{field:을}``.
 
     Raises:
-        ValueError: ``form`` is not a particle of :data:`PARTICLES`.
+        ValueError: ``form`` is not a particle of ``PARTICLES``.
     """
     if form not in _PAIR:
         raise ValueError(f"form must be one of {', '.join(sorted(_PAIR))}, got {form!r}")

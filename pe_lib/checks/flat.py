@@ -36,7 +36,8 @@ _NOT_FLAT = MISTAKES.declare(
 
 
 class FlatnessFailed(CheckFailed):
-    """:func:`check_flat`'s failure: a :class:`~pe_lib.checks.CheckFailed` that also says where.
+    """:func:`~pe_lib.checks.check_flat`'s failure: a :class:`~pe_lib.checks.CheckFailed`
+    that also says where.
 
     Attributes:
         seed: the first seed (of ``seeds``) whose perplexity leaves the band.

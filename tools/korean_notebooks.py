@@ -14,6 +14,11 @@ messages too. Everything else is kept as it is: labels, directive fences and opt
 blocks. A block without a translation stops the tool with its text, and so does a message of the
 catalogue that no block used (but the images' paths, which are not prose).
 
+The article's own words, marked in the catalogues with the book's role (``{article}`...```,
+which a notebook would show raw), become plain text between quotation marks: the running prose
+already puts “…” around them; a table cell or a quote that is the article's words alone gets them
+here; a heading (the article's section title) is left plain.
+
 Code cells, their outputs and metadata are the chapter's, byte for byte, with one cell added
 after the chapter's first (hidden) cell: ``pe_lib.checks.set_language("ko")``, hidden from the
 HTML too (``remove-cell``), so that a wrong answer in a Korean notebook gets its feedback in
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -58,6 +64,24 @@ PARSER = create_md_parser(
 )
 # Directives whose argument is a label, not a title (sphinx-exercise's gates).
 LABEL_ARGUMENTS = {"solution-start", "solution-end"}
+
+
+#: The book's role for the article's own words (book/_ext/translations.py).
+ARTICLE_ROLE = re.compile(r"\{article\}`([^`]*)`")
+#: A quotation in Korean prose.
+KOREAN_QUOTE = re.compile(r"“[^”]*”|‘[^’]*’")
+
+
+def quoted(text: str, *, heading: bool = False) -> str:
+    """``text`` with each ``{article}`words``` as plain words between quotation marks: those
+    the prose already quotes as they are, the others between “ and ” (in a ``heading``, plain)."""
+    spans = [m.span() for m in KOREAN_QUOTE.finditer(text)]
+
+    def plain(role: re.Match[str]) -> str:
+        inside = any(start < role.start() and role.end() < end for start, end in spans)
+        return role[1] if inside or heading else f"“{role[1]}”"
+
+    return ARTICLE_ROLE.sub(plain, text)
 
 
 class Untranslated(ValueError):
@@ -138,7 +162,10 @@ def translate_markdown(text: str, catalogue: Catalogue, where: str) -> str:
             inline = tokens[index + 1]
             handled.add(index + 1)
             start, end = token.map
-            new = catalogue.translate(inline.content, f"{where}, line {start + 1}")
+            new = quoted(
+                catalogue.translate(inline.content, f"{where}, line {start + 1}"),
+                heading=token.type == "heading_open",
+            )
             block = lines[start:end]
             _replace_prefixed(block, 0, end - start, inline.content, new)
             edits.append((start, end, block))
@@ -148,7 +175,7 @@ def translate_markdown(text: str, catalogue: Catalogue, where: str) -> str:
             handled.update(i for i in range(index, row_end) if tokens[i].type == "inline")
             line = token.map[0]
             news = [
-                catalogue.translate(c, f"{where}, line {line + 1}") if c.strip() else c
+                quoted(catalogue.translate(c, f"{where}, line {line + 1}")) if c.strip() else c
                 for c in cells
             ]
             edits.append((line, line + 1, [_replace_cells(lines[line], cells, news)]))
@@ -187,7 +214,7 @@ def _directive(
     name, argument = name.strip(), argument.strip()
     opening = lines[start]
     if argument and name not in LABEL_ARGUMENTS:
-        title = catalogue.translate(argument, f"{where}, line {start + 1}")
+        title = quoted(catalogue.translate(argument, f"{where}, line {start + 1}"))
         opening = opening[: opening.rfind(argument)] + title
     body = lines[start + 1 : end - 1]
     closing = lines[end - 1 : end]
@@ -213,10 +240,10 @@ def korean_notebook(chapter: Path, catalogue: Catalogue) -> nbformat.NotebookNod
         mystnb = cell.get("metadata", {}).get("mystnb", {})
         if "caption" in mystnb.get("figure", {}):
             caption = mystnb["figure"]["caption"]
-            mystnb["figure"]["caption"] = catalogue.translate(caption, f"{where} (caption)")
+            mystnb["figure"]["caption"] = quoted(catalogue.translate(caption, f"{where} (caption)"))
         if "alt" in mystnb.get("image", {}):
             alt = mystnb["image"]["alt"]
-            mystnb["image"]["alt"] = catalogue.translate(alt, f"{where} (alt text)")
+            mystnb["image"]["alt"] = quoted(catalogue.translate(alt, f"{where} (alt text)"))
     first = next((i for i, cell in enumerate(korean.cells) if _is_install_cell(cell)), None)
     if first is None:
         raise Untranslated(f"{chapter.name}: no first cell that installs pe_lib")

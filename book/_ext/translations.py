@@ -16,6 +16,12 @@ message extraction or translation, and this extension brings it in:
   article (``shared/article-ko.txt``), which the tests compare with the article character for
   character. It renders as ``<span class="article-quote">``.
 
+- the theme's launch buttons ("Live Code"), which sphinx-book-theme translates with its own
+  message catalogue (``booktheme``), whose Korean lacks them: ``locale/ko/LC_MESSAGES/booktheme.po``
+  is compiled and registered as a further catalogue of that name (``app.add_message_catalog``).
+  The other theme's words ("Color mode") are Sphinx's own domain, which Sphinx reads from
+  ``locale/ko/LC_MESSAGES/sphinx.po`` by itself.
+
 It also adds a search language for Korean (``html_search_language = "ko"``): Sphinx has none, and
 its English fallback indexes a Korean word with its particle (``인코딩은``, ``인코딩을``), so that
 a search for ``인코딩`` finds neither. The Korean one indexes and searches by the word without
@@ -193,7 +199,33 @@ class SearchKorean(SearchLanguage):
         return korean_stem(word.lower())
 
 
+#: sphinx-book-theme's message catalogue (its MESSAGE_CATALOG_NAME).
+BOOK_THEME_CATALOGUE = "booktheme"
+
+
+def register_theme_catalogue(app: Sphinx, config: Any) -> None:
+    """Compile ``<locale_dir>/<language>/LC_MESSAGES/booktheme.po`` of each of ``locale_dirs``
+    (where there is one) to its ``.mo`` and register it as a ``booktheme`` catalogue: the theme
+    looks up its button texts there after its own catalogue."""
+    if not config.language or config.language == "en":
+        return
+    for locale_dir in config.locale_dirs:
+        root = os.path.join(app.srcdir, locale_dir)
+        po = os.path.join(root, config.language, "LC_MESSAGES", f"{BOOK_THEME_CATALOGUE}.po")
+        if not os.path.isfile(po):
+            continue
+        from babel.messages.mofile import write_mo
+        from babel.messages.pofile import read_po
+
+        with open(po, "rb") as source:
+            catalogue = read_po(source, locale=config.language)
+        with open(po[: -len(".po")] + ".mo", "wb") as target:
+            write_mo(target, catalogue)
+        app.add_message_catalog(BOOK_THEME_CATALOGUE, root)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", register_theme_catalogue)
     app.add_transform(ExerciseTitles)
     app.add_transform(TranslatedExerciseRegistry)
     app.add_transform(TranslatedTocCaptions)

@@ -16,6 +16,7 @@ checker                                   what it checks
 :func:`check_alibi_slopes`                ALiBi's per-head slopes
 :func:`check_alibi_bias`                  ALiBi's attention bias
 :func:`check_kv_cache`                    a decoding step with a key-value cache
+:func:`check_flat`                        perplexity that stays flat as the length grows
 ========================================  =========================================
 
 The messages are English unless ``set_language("ko")`` asks for Korean (the Korean edition's
@@ -34,6 +35,7 @@ from __future__ import annotations
 from ._core import LANGUAGES, Catalogue, CheckFailed, Mistake, Note, get_language, set_language
 from .alibi import check_alibi_bias, check_alibi_slopes
 from .cache import check_kv_cache
+from .flat import check_flat
 from .module import check_positional_encoding_module
 from .rope import check_rope
 from .shift import check_relative_shift
@@ -47,6 +49,7 @@ __all__ = [
     "Note",
     "check_alibi_bias",
     "check_alibi_slopes",
+    "check_flat",
     "check_kv_cache",
     "check_positional_encoding_module",
     "check_relative_shift",

@@ -8,7 +8,8 @@ r"""What every homework checker shares.
   read from its catalogue, never kept by hand;
 * :func:`~pe_lib.checks.set_language` and :func:`~pe_lib.checks.get_language`, the language
   of the messages (``"en"`` or ``"ko"``), and :func:`say`, a phrase a checker builds at
-  failure time, in both languages;
+  failure time, in both languages; :func:`particle`, a value followed by the Korean particle
+  its last sound asks for (a Korean template writes ``{field:을}`` for the same);
 * :func:`call_student`, calling student code so that an error in it is reported as the call
   that raised, not as a traceback from inside the checker;
 * :class:`Tolerance`, the error allowed for a sinusoid computed in a given precision;
@@ -21,6 +22,7 @@ r"""What every homework checker shares.
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -53,6 +55,7 @@ __all__ = [
     "dtype_name",
     "fmt_base",
     "get_language",
+    "particle",
     "reference",
     "say",
     "set_language",
@@ -106,6 +109,150 @@ def set_language(language: str) -> None:
 def get_language() -> str:
     """The language of the checkers' messages (``"en"`` unless :func:`set_language` chose)."""
     return _language
+
+
+# Korean particles after a substituted value -------------------------------------------------
+
+#: Each Korean particle that changes with the word before it: (after a final consonant, after
+#: a vowel). ``으로``/``로`` is the one exception to the rule: after ㄹ it is ``로``.
+PARTICLES = {
+    "을": ("을", "를"),
+    "이": ("이", "가"),
+    "은": ("은", "는"),
+    "과": ("과", "와"),
+    "으로": ("으로", "로"),
+    "이라": ("이라", "라"),
+    "이나": ("이나", "나"),
+}
+# Either form names the pair: {value:를} and {value:을} both choose the right one.
+_PAIR = {form: pair for pair in PARTICLES.values() for form in pair}
+
+_HANGUL_FIRST, _HANGUL_LAST = 0xAC00, 0xD7A3
+_FINAL_RIEUL = 8  # ㄹ among the 27 final consonants of a Hangul syllable
+# The final sound of a digit read in Korean (영 일 이 삼 사 오 육 칠 팔 구): "consonant", "rieul"
+# (ㄹ) or "vowel".
+_DIGIT_END = dict(
+    zip(
+        "0123456789",
+        (
+            "consonant",
+            "rieul",
+            "vowel",
+            "consonant",
+            "vowel",
+            "vowel",
+            "consonant",
+            "rieul",
+            "rieul",
+            "vowel",
+        ),
+        strict=True,
+    )
+)
+# The final sound of a Latin letter read by its name (에이 비 씨 ... 엘 엠 엔 ...).
+_LETTER_END = {
+    **dict.fromkeys("abcdefghijkopqrstuvwxyz", "vowel"),
+    "l": "rieul",
+    "m": "consonant",
+    "n": "consonant",
+}
+_LETTER_END["r"] = "rieul"  # 알, as a variable is read (행 r은)
+# Read as an English word, a Latin word ends as its Korean loanword does (외래어 표기법): -l, -le
+# on ㄹ (레이블, 모듈); -m, -n, -ng, -me, -ne on a consonant (토큰, 타임, 라인); -p, -t, -b, -k after
+# one short vowel, and -ck, on a consonant (스텝, 오프셋, 레이아웃, 트레이스백); anything else on a
+# vowel (레이어, 텐서, 에러, 마스크, 플로트).
+_WORD_END = (
+    ("le", "rieul"),
+    ("l", "rieul"),
+    ("me", "consonant"),
+    ("ne", "consonant"),
+    ("m", "consonant"),
+    ("n", "consonant"),
+    ("ng", "consonant"),
+    ("ck", "consonant"),
+)
+_VOWELS = "aeiou"
+# Words the book reads otherwise: "shape" and "type" as 셰입 and 타입 (the article writes
+# "shape이"), "RoPE" as 로프.
+_READINGS = {"shape": "consonant", "type": "consonant", "dtype": "consonant", "rope": "vowel"}
+
+
+def _word_end(word: str) -> str:
+    """The final sound of a Latin word read as a Korean loanword (see :data:`_WORD_END`)."""
+    if word in _READINGS:
+        return _READINGS[word]
+    for ending, sound in _WORD_END:
+        if word.endswith(ending):
+            return sound
+    if len(word) >= 2 and word[-1] in "ptbk" and word[-2] in _VOWELS:
+        before = word[-3:-2]
+        if not before or before not in _VOWELS or word[-3:-1] == "ou":
+            return "consonant"  # 스텝, 오프셋, 아웃 (not 플로트: a long vowel)
+    return "vowel"
+
+
+def _final_sound(text: str) -> str:
+    """How ``text`` ends when read aloud in Korean: ``"consonant"``, ``"rieul"`` or ``"vowel"``.
+
+    Hangul by its last syllable's final consonant; a number by its Korean reading (``10``, 십;
+    ``0.1``, 일; ``7``, 칠); a Latin word as a Korean loanword ends (``RuntimeError``, 에러;
+    ``cos``... see :data:`_WORD_END`); a single letter or an all-capital abbreviation by its
+    letters' names (``x``, 엑스; ``L``, 엘). Closing quotes, brackets and dots are not read.
+    """
+    stripped = text.rstrip(" '\"`)]}>.,;:!?…_")
+    if not stripped:
+        return "vowel"
+    last = stripped[-1]
+    if _HANGUL_FIRST <= ord(last) <= _HANGUL_LAST:
+        final = (ord(last) - _HANGUL_FIRST) % 28
+        return "vowel" if final == 0 else "rieul" if final == _FINAL_RIEUL else "consonant"
+    if last.isdigit():
+        number = re.search(r"[0-9.]+$", stripped)
+        digits = number.group() if number else last
+        if "." not in digits and len(digits.lstrip("0")) > 1 and digits.endswith("0"):
+            return "consonant"  # 십, 백, 천, 만: every place value ends on a consonant
+        return _DIGIT_END[last]
+    if last.isascii() and last.isalpha():
+        word = re.search(r"[A-Za-z]+$", stripped)
+        letters = word.group() if word else last
+        if len(letters) == 1 or letters.isupper():
+            return _LETTER_END[letters[-1].lower()]
+        return _word_end(letters.lower())
+    return "vowel"  # a symbol (θ, %, ...) read as a word ending on a vowel (세타, 퍼센트)
+
+
+def particle(value: object, form: str) -> str:
+    """``value`` followed by the Korean particle ``form`` in the shape its last sound takes.
+
+    ``form`` is either shape of a pair of ``PARTICLES`` (``"을"`` or ``"를"``, ``"으로"`` or
+    ``"로"``, ...): ``particle("dropout=0.1", "를")`` is ``"dropout=0.1을"``,
+    ``particle("RuntimeError", "으로")`` is ``"RuntimeError로"``. In a catalogue's Korean
+    templates the same is written ``{field:을}``.
+
+    Raises:
+        ValueError: ``form`` is not a particle of ``PARTICLES``.
+    """
+    if form not in _PAIR:
+        raise ValueError(f"form must be one of {', '.join(sorted(_PAIR))}, got {form!r}")
+    text = str(value)
+    after_consonant, after_vowel = _PAIR[form]
+    sound = _final_sound(text)
+    if after_consonant == "으로":
+        return text + ("으로" if sound == "consonant" else "로")
+    return text + (after_vowel if sound == "vowel" else after_consonant)
+
+
+class _Formatter(string.Formatter):
+    """``str.format`` where a field's format spec may be a Korean particle: ``{call:이}``
+    writes the value, then ``이`` or ``가`` as the value's last sound asks."""
+
+    def format_field(self, value: object, format_spec: str) -> str:
+        if format_spec in _PAIR:
+            return particle(format(value, ""), format_spec)
+        return str(super().format_field(value, format_spec))
+
+
+_FORMATTER = _Formatter()
 
 
 def say(english: str, korean: str) -> str:
@@ -205,9 +352,15 @@ class Mistake:
             return self.ko
         return self.what, self.how
 
+    def render(self, **fields: object) -> tuple[str, str]:
+        """``(what, how)`` in the current language with ``fields`` filled in (a Korean
+        template's ``{field:을}`` gets the particle the value's last sound asks for)."""
+        what, how = (_FORMATTER.format(template, **fields) for template in self.texts())
+        return what, how
+
     def explain(self, context: str = "", evidence: str = "", /, **fields: object) -> str:
         """``context + what``, then ``evidence``, then ``Fix: how``, in the current language."""
-        what, how = (template.format(**fields) for template in self.texts())
+        what, how = self.render(**fields)
         label = FIX_LABEL["ko" if self.ko is not None and _language == "ko" else "en"]
         return f"{context}{what}{' ' + evidence if evidence else ''} {label} {how}"
 
@@ -380,7 +533,7 @@ def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, 
         if value.device.type == "meta":
             raise NotAnArray(
                 f"a {dtype_name(value.dtype)} tensor on the meta device (a shape without values)",
-                f"meta 장치의 {dtype_name(value.dtype)} 텐서(값이 없는 모양뿐인 텐서)",
+                f"meta 장치의 {dtype_name(value.dtype)} 텐서(값 없이 shape만 있는 텐서)",
             )
         if value.is_floating_point():
             eps = float(torch.finfo(value.dtype).eps)

@@ -57,7 +57,7 @@ _SLOPES_EXCEPTION = SLOPES_MISTAKES.declare(
     "fix that error first (the traceback above this one shows where it happened); slopes must "
     "accept every head count n >= 1, powers of two or not.",
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "{call:이} {error_type:을} 일으켰다. 오류 내용: {error}",
         "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). slopes는 2의 거듭제곱이든 아니든 모든 헤드 수 n >= 1을 받아야 한다.",
     ),
 )
@@ -66,7 +66,7 @@ _SLOPES_TYPE = SLOPES_MISTAKES.declare(
     "slopes({n}) returned {what}.",
     "return the n slopes as a list of floats, a numpy array or a torch tensor.",
     ko=(
-        "slopes({n})가 {what}을(를) 반환했다.",
+        "slopes({n})가 {what:을} 반환했다.",
         "n개의 기울기를 float 리스트, numpy 배열, torch 텐서 가운데 하나로 반환하라.",
     ),
 )
@@ -75,7 +75,7 @@ _SLOPES_SHAPE = SLOPES_MISTAKES.declare(
     "slopes({n}) returned {count} values (shape {shape}): one slope per head is {n}.",
     "return exactly n slopes, head 1 first.",
     ko=(
-        "slopes({n})가 값 {count}개(모양 {shape})를 반환했다: 헤드마다 기울기 하나씩이면 {n}개다.",
+        "slopes({n})가 값 {count}개(shape {shape})를 반환했다. 헤드마다 기울기 하나씩이면 {n}개다.",
         "정확히 n개의 기울기를 헤드 1부터 반환하라.",
     ),
 )
@@ -84,7 +84,7 @@ _SLOPES_NOT_FINITE = SLOPES_MISTAKES.declare(
     "slopes({n}) holds NaN or infinite values: {values}.",
     "look for a log2 of 0 or a division by zero; " + _SLOPES_RULE,
     ko=(
-        "slopes({n})에 NaN이나 무한대 값이 있다: {values}.",
+        "slopes({n})에 NaN이나 무한대 값이 있다({values}).",
         "0의 log2나 0으로 나누기를 찾아보라. " + _SLOPES_RULE_KO,
     ),
 )
@@ -94,7 +94,7 @@ _SLOPES_SIGN = SLOPES_MISTAKES.declare(
     "the bias subtracts them: -s_h * (i - j).",
     "return the positive 2 ** (-8h / n) and put the minus sign in the bias.",
     ko=(
-        "slopes({n})가 맞는 값에 마이너스 부호를 붙인 것이다: {values}. 기울기는 양수이고, 편향이 그것을 뺀다: -s_h * (i - j).",
+        "slopes({n})가 맞는 값에 마이너스 부호를 붙인 것이다({values}). 기울기는 양수이고, 편향은 -s_h * (i - j)로 그것을 뺀다.",
         "양수 2 ** (-8h / n)를 반환하고, 마이너스 부호는 편향에 넣어라.",
     ),
 )
@@ -106,7 +106,7 @@ _SLOPES_ORDER = SLOPES_MISTAKES.declare(
     "extra slopes come after the first n0 and interleave with them, they are not sorted); "
     "a pretrained model's heads expect exactly that order. " + _SLOPES_RULE,
     ko=(
-        "slopes({n})에 맞는 값이 다른 순서로 들어 있다: {values}. 헤드 1 .. {n}은 {wanted}을(를) 가져야 한다.",
+        "slopes({n})에 맞는 값이 다른 순서로 들어 있다({values}). 헤드 1 .. {n:은} {wanted:을} 가져야 한다.",
         "저자들의 순서를 지켜라(헤드 h는 수열의 h번째 기울기를 받는다. 2의 거듭제곱이 아니면 여분의 기울기가 처음 n0개 뒤에 와서 그것들과 엇갈리며, 정렬되어 있지 않다). 사전 학습된 모델의 헤드는 바로 그 순서를 기대한다. "
         + _SLOPES_RULE_KO,
     ),
@@ -116,8 +116,8 @@ _FROM_ONE = SLOPES_MISTAKES.declare(
     "slopes({n}) starts at 1: it is 2 ** (-8(h - 1) / n), the index h starting at 0.",
     "h runs from 1 to n: the first slope is 2 ** (-8 / n), the last 2 ** (-8) = 1/256.",
     ko=(
-        "slopes({n})가 1에서 시작한다: 번호 h를 0부터 센 2 ** (-8(h - 1) / n)이다.",
-        "h는 1부터 n까지다: 첫 기울기는 2 ** (-8 / n), 마지막은 2 ** (-8) = 1/256이다.",
+        "slopes({n})가 1에서 시작한다. 번호 h를 0부터 센 2 ** (-8(h - 1) / n)이다.",
+        "h는 1부터 n까지다. 첫 기울기는 2 ** (-8 / n), 마지막은 2 ** (-8) = 1/256이다.",
     ),
 )
 _EIGHT_HEADS = SLOPES_MISTAKES.declare(
@@ -126,7 +126,7 @@ _EIGHT_HEADS = SLOPES_MISTAKES.declare(
     "{n} heads the ratio is 2 ** (-8 / {n}).",
     _SLOPES_RULE,
     ko=(
-        "slopes({n})가 n과 상관없이 1/2, 1/4, 1/8, ...이다: 헤드 8개의 수열 2 ** (-h)이다. 헤드 {n}개의 공비는 2 ** (-8 / {n})이다.",
+        "slopes({n})가 n과 상관없이 1/2, 1/4, 1/8, ...이다. 헤드 8개의 수열 2 ** (-h)이다. 헤드 {n}개의 공비는 2 ** (-8 / {n})이다.",
         _SLOPES_RULE_KO,
     ),
 )
@@ -136,7 +136,7 @@ _GEOMETRIC = SLOPES_MISTAKES.declare(
     "{wanted}.",
     _SLOPES_RULE,
     ko=(
-        "헤드 {n}개(2의 거듭제곱)에서 기울기 {head}가 {found}인데, 2 ** (-8 * {head} / {n}) = {wanted}이다.",
+        "헤드 {n}개(2의 거듭제곱)에서 기울기 {head:가} {found}인데, 2 ** (-8 * {head} / {n}) = {wanted}이다.",
         _SLOPES_RULE_KO,
     ),
 )
@@ -146,7 +146,7 @@ _EXTENDED = SLOPES_MISTAKES.declare(
     "the paper's sequence holds for powers of two only.",
     _SLOPES_RULE,
     ko=(
-        "slopes({n})가 등비수열 2 ** (-8h / {n})이지만, {n}은 2의 거듭제곱이 아니다: 논문의 수열은 2의 거듭제곱에만 성립한다.",
+        "slopes({n})가 등비수열 2 ** (-8h / {n})이지만, {n:은} 2의 거듭제곱이 아니다. 논문의 수열은 2의 거듭제곱에만 성립한다.",
         _SLOPES_RULE_KO,
     ),
 )
@@ -165,7 +165,7 @@ _ODD_SLOPES = SLOPES_MISTAKES.declare(
     "with the second, which repeats the slopes of {heads}.",
     "take slopes(2 * n0)[0::2], the ones in between: " + _SLOPES_RULE,
     ko=(
-        "slopes({n})가 여분의 헤드에 slopes({upper})[1::2]를 쓴다: 두 번째부터 하나 걸러 하나씩 고른 기울기로, {heads}의 기울기를 되풀이한다.",
+        "slopes({n})가 여분의 헤드에 slopes({upper})[1::2]를 쓴다. 두 번째부터 하나 걸러 하나씩 고른 기울기로, {heads}의 기울기를 되풀이한다.",
         "그 사이에 있는 slopes(2 * n0)[0::2]를 골라라: " + _SLOPES_RULE_KO,
     ),
 )
@@ -175,7 +175,7 @@ _NON_POWER = SLOPES_MISTAKES.declare(
     "rule gives {wanted}.",
     _SLOPES_RULE,
     ko=(
-        "기울기가 2의 거듭제곱에서는 맞지만 헤드 {n}개에서는 틀렸다: {found}인데, 저자들의 규칙은 {wanted}을(를) 준다.",
+        "기울기가 2의 거듭제곱에서는 맞지만 헤드 {n}개에서는 틀렸다. 결과는 {found}인데, 저자들의 규칙으로는 {wanted:이} 나온다.",
         _SLOPES_RULE_KO,
     ),
 )
@@ -309,7 +309,7 @@ _BIAS_CONTRACT = (
     "-s_h * (p_i - j) for keys at or before the query's position p_i, -inf after it."
 )
 _BIAS_CONTRACT_KO = (
-    "bias(num_heads, q_len, k_len)는 모양 (num_heads, q_len, k_len)을 반환해야 한다: 키는 위치 "
+    "bias(num_heads, q_len, k_len)는 shape (num_heads, q_len, k_len)을 반환해야 한다. 키는 위치 "
     "0 .. k_len - 1에 있고, 쿼리는 그 가운데 마지막 q_len개이며, 성분 [h, i, j]는 쿼리 위치 p_i "
     "이전(같은 위치 포함)의 키에 대해 -s_h * (p_i - j), 그 뒤의 키에 대해 -inf이다."
 )
@@ -320,7 +320,7 @@ _BIAS_EXCEPTION = BIAS_MISTAKES.declare(
     "fix that error first (the traceback above this one shows where it happened). "
     + _BIAS_CONTRACT,
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "{call:이} {error_type:을} 일으켰다. 오류 내용: {error}",
         "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). "
         + _BIAS_CONTRACT_KO,
     ),
@@ -330,7 +330,7 @@ _BIAS_TYPE = BIAS_MISTAKES.declare(
     "{call} returned {what}.",
     "return a torch tensor or numpy array. " + _BIAS_CONTRACT,
     ko=(
-        "{call}이(가) {what}을(를) 반환했다.",
+        "{call:이} {what:을} 반환했다.",
         "torch 텐서나 numpy 배열을 반환하라. " + _BIAS_CONTRACT_KO,
     ),
 )
@@ -339,7 +339,7 @@ _BIAS_SHAPE = BIAS_MISTAKES.declare(
     "{call} returned shape {shape}, not (num_heads, q_len, k_len) = {wanted}.",
     _BIAS_CONTRACT + " A leading batch dimension of 1 is accepted.",
     ko=(
-        "{call}이(가) (num_heads, q_len, k_len) = {wanted}이 아니라 모양 {shape}을(를) 반환했다.",
+        "{call:이} (num_heads, q_len, k_len) = {wanted:이} 아니라 shape {shape:을} 반환했다.",
         _BIAS_CONTRACT_KO + " 앞에 크기 1인 배치 차원이 있어도 된다.",
     ),
 )
@@ -350,7 +350,7 @@ _BIAS_NOT_FINITE = BIAS_MISTAKES.declare(
     "look for 0 * inf (multiplying the mask by a slope) or a division by zero; build the "
     "finite bias first, then masked_fill(future, float('-inf')).",
     ko=(
-        "편향에 {what}이(가) 있다(헤드 {head}, 쿼리 {query}, 키 {key}). 마스크된 성분만 무한대일 수 있고, 그것도 -inf뿐이다.",
+        "편향에 {what:이} 있다(헤드 {head}, 쿼리 {query}, 키 {key}). 마스크된 성분만 무한대일 수 있고, 그것도 -inf뿐이다.",
         "0 * inf(마스크에 기울기를 곱하기)나 0으로 나누기를 찾아보라. 유한한 편향을 먼저 만들고 그다음 masked_fill(future, float('-inf'))를 하라.",
     ),
 )
@@ -362,8 +362,8 @@ _TRANSPOSED = BIAS_MISTAKES.declare(
     "entry [h, i, j] (query i, key j) is -s_h * (i - j) for j <= i and -inf for j > i: "
     "distance = i[:, None] - j[None, :], masked where distance < 0.",
     ko=(
-        "편향이 전치되었다: 행마다 키, 열마다 쿼리가 있어서 쿼리가 앞의 키가 아니라 뒤의 키를 본다(거리를 j - i로 잡고 j - i가 음수인 쪽에 마스크를 두었거나, 행렬을 [h, j, i]로 만들었다).",
-        "성분 [h, i, j](쿼리 i, 키 j)는 j <= i이면 -s_h * (i - j), j > i이면 -inf이다: distance = i[:, None] - j[None, :], distance < 0인 곳을 마스크하라.",
+        "편향이 전치되었다. 행마다 키, 열마다 쿼리가 있어서 쿼리가 앞의 키가 아니라 뒤의 키를 본다(거리를 j - i로 잡고 j - i가 음수인 쪽에 마스크를 두었거나, 행렬을 [h, j, i]로 만들었다).",
+        "성분 [h, i, j](쿼리 i, 키 j)는 j <= i이면 -s_h * (i - j), j > i이면 -inf이다. distance = i[:, None] - j[None, :]로 두고 distance < 0인 곳을 마스크하라.",
     ),
 )
 _SIGN = BIAS_MISTAKES.declare(
@@ -374,7 +374,7 @@ _SIGN = BIAS_MISTAKES.declare(
     "subtract the penalty: bias = -s_h * (i - j), with s_h > 0 and i - j >= 0 for the keys a "
     "query sees.",
     ko=(
-        "편향이 +s_h * (i - j)이다: 거리에 따라 커지므로 먼 키가 가장 많은 어텐션을 받는다(기울기에 마이너스 부호가 붙었거나, 거리를 j - i로 잡았다: -s_h * (j - i)는 같은 것이다).",
+        "편향이 +s_h * (i - j)이다. 거리에 따라 커지므로 먼 키가 가장 많은 어텐션을 받는다(기울기에 마이너스 부호가 붙었거나, 거리를 j - i로 잡았다. -s_h * (j - i)도 같은 값이다).",
         "페널티를 빼라: bias = -s_h * (i - j). s_h > 0이고, 쿼리가 보는 키에서는 i - j >= 0이다.",
     ),
 )
@@ -386,8 +386,8 @@ _QUERY_OFFSET = BIAS_MISTAKES.declare(
     "query row i is at position p_i = i + k_len - q_len: distance = (torch.arange(q_len) + "
     "k_len - q_len)[:, None] - torch.arange(k_len)[None, :].",
     ko=(
-        "q_len={q_len} < k_len={k_len}에서 쿼리가 마지막 위치 {wanted}이(가) 아니라 위치 {found}에 놓였다: 키-값 캐시가 있으면 새 쿼리는 캐시된 키 뒤에 온다.",
-        "쿼리 행 i는 위치 p_i = i + k_len - q_len에 있다: distance = (torch.arange(q_len) + k_len - q_len)[:, None] - torch.arange(k_len)[None, :].",
+        "q_len={q_len} < k_len={k_len}에서 쿼리가 마지막 위치 {wanted:이} 아니라 위치 {found}에 놓였다. 키-값 캐시가 있으면 새 쿼리는 캐시된 키 뒤에 온다.",
+        "쿼리 행 i는 위치 p_i = i + k_len - q_len에 있다. 즉 distance = (torch.arange(q_len) + k_len - q_len)[:, None] - torch.arange(k_len)[None, :]로 계산하라.",
     ),
 )
 _SLOPES = BIAS_MISTAKES.declare(
@@ -397,7 +397,7 @@ _SLOPES = BIAS_MISTAKES.declare(
     "use the slopes s_h of the paper and the authors' code (check your slopes function with "
     "check_alibi_slopes), head h - 1 at index h - 1 of the bias.",
     ko=(
-        "헤드 {head}의 편향이 위치마다 {found}씩 줄어드는데, 헤드 {n}개에서 그 헤드의 기울기는 {wanted}이다: 기울기가 틀렸다.",
+        "헤드 {head}의 편향이 위치마다 {found}씩 줄어드는데, 헤드 {n}개에서 그 헤드의 기울기는 {wanted}이다. 기울기가 틀렸다.",
         "논문과 저자들의 코드의 기울기 s_h를 쓰고(기울기 함수는 check_alibi_slopes로 검사하라), 헤드 h - 1을 편향의 인덱스 h - 1에 두어라.",
     ),
 )
@@ -409,7 +409,7 @@ _NO_MASK = BIAS_MISTAKES.declare(
     "mask them: bias.masked_fill(j > p_i, float('-inf')) (ALiBi's bias replaces neither the "
     "causal mask nor the need for it).",
     ko=(
-        "미래의 키가 마스크되지 않았다: 키 j가 쿼리 위치 뒤에 있는 성분 [h, i, j]가 -inf가 아니라 {value}이다(헤드 {head}, 쿼리 {query}, 키 {key}). 그래서 쿼리가 아직 보면 안 되는 토큰에 어텐션한다.",
+        "미래의 키가 마스크되지 않았다. 키 j가 쿼리 위치 뒤에 있는 성분 [h, i, j]가 -inf가 아니라 {value}이다(헤드 {head}, 쿼리 {query}, 키 {key}). 그래서 쿼리가 아직 보면 안 되는 토큰에 어텐션한다.",
         "그것들을 마스크하라: bias.masked_fill(j > p_i, float('-inf'))(ALiBi의 편향은 인과 마스크를 대신하지 않으며, 인과 마스크가 여전히 필요하다).",
     ),
 )
@@ -419,7 +419,7 @@ _MASKED = BIAS_MISTAKES.declare(
     "-s_h * |i - j| on every key.",
     "drop the mask when causal=False and use the absolute distance |i - j|.",
     ko=(
-        "미래의 키가 마스크되었지만, 요청한 것은 양방향 편향(causal=False)이다: 모든 키에 -s_h * |i - j|.",
+        "미래의 키가 마스크되었지만, 요청한 것은 양방향 편향(causal=False)이다. 양방향 편향에서는 모든 키가 -s_h * |i - j|를 받는다.",
         "causal=False이면 마스크를 빼고 절대 거리 |i - j|를 써라.",
     ),
 )
@@ -429,7 +429,7 @@ _MASKS_SELF = BIAS_MISTAKES.declare(
     "query sees no key at all, and its softmax is NaN.",
     "mask only keys after the query, j > p_i (torch.triu(..., diagonal=1), not diagonal=0).",
     ko=(
-        "미래의 키뿐 아니라 쿼리 자신의 위치에 있는 키도 마스크되었다: 첫 쿼리가 키를 하나도 보지 못해 소프트맥스가 NaN이다.",
+        "미래의 키뿐 아니라 쿼리 자신의 위치에 있는 키도 마스크되었다. 첫 쿼리가 키를 하나도 보지 못해 소프트맥스가 NaN이다.",
         "쿼리 뒤의 키, j > p_i만 마스크하라(diagonal=0이 아니라 torch.triu(..., diagonal=1)).",
     ),
 )

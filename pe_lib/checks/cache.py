@@ -64,9 +64,9 @@ _EXCEPTION = MISTAKES.declare(
     "cache None at the first call (a prefill of several tokens), then one token at a time "
     "with the cache your step returned.",
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "{call:이} {error_type:을} 일으켰다. 오류 내용: {error}",
         "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). 검사기는 "
-        "모양이 (batch, heads, new, head_dim)인 float32 텐서로 step(q, k, v, cache)를 "
+        "shape이 (batch, heads, new, head_dim)인 float32 텐서로 step(q, k, v, cache)를 "
         "호출한다. 첫 호출(여러 토큰의 프리필)에서 cache는 None이고, 그다음에는 네 step이 "
         "반환한 캐시와 함께 한 번에 토큰 하나씩 호출한다.",
     ),
@@ -76,7 +76,7 @@ _WRONG_TYPE = MISTAKES.declare(
     "{call} returned {what}, not the pair (out, cache) with out a torch tensor.",
     "return out, cache: the new tokens' attention output and whatever the next call needs.",
     ko=(
-        "{call}이(가) out이 torch 텐서인 쌍 (out, cache)가 아니라 {what}을(를) 반환했다.",
+        "{call:이} out이 torch 텐서인 쌍 (out, cache)가 아니라 {what:을} 반환했다.",
         "out, cache를 반환하라: 새 토큰의 어텐션 출력과, 다음 호출에 필요한 것.",
     ),
 )
@@ -86,8 +86,8 @@ _SHAPE = MISTAKES.declare(
     "return one output per new query: shape (batch, heads, new, head_dim), like q (attend "
     "with the new queries only, over the cached and new keys).",
     ko=(
-        "{call}이(가) 모양 {shape}인 out을 반환했다. 새 토큰의 쿼리는 모양이 {q_shape}이다.",
-        "새 쿼리마다 출력 하나를 반환하라: q처럼 모양 (batch, heads, new, head_dim)이다"
+        "{call:이} shape {shape}인 out을 반환했다. 새 토큰의 쿼리는 shape이 {q_shape}이다.",
+        "새 쿼리마다 출력 하나를 반환하라: q처럼 shape (batch, heads, new, head_dim)이다"
         "(새 쿼리로만, 캐시된 키와 새 키 전체에 어텐션하라).",
     ),
 )
@@ -97,7 +97,7 @@ _OFFSET_FORGOTTEN = MISTAKES.declare(
     "offset is forgotten, so each decoded token's query and key sit at position 0.",
     _FIX_OFFSET,
     ko=(
-        "출력이 호출마다 새 토큰을 위치 0 .. new - 1에서 회전했을 때의 출력이다: 오프셋을 "
+        "출력이 호출마다 새 토큰을 위치 0 .. new - 1에서 회전했을 때의 출력이다. 오프셋을 "
         "잊어서, 디코딩한 토큰마다 쿼리와 키가 위치 0에 놓인다.",
         _FIX_OFFSET_KO,
     ),
@@ -108,7 +108,7 @@ _QUERY_AT_ZERO = MISTAKES.declare(
     "the query's offset is forgotten.",
     _FIX_OFFSET,
     ko=(
-        "키는 제자리에 있는데, 새 쿼리마다 위치 0 .. new - 1에서 회전했다: 쿼리의 오프셋을 잊었다.",
+        "키는 제자리에 있는데, 새 쿼리마다 위치 0 .. new - 1에서 회전했다. 쿼리의 오프셋을 잊었다.",
         _FIX_OFFSET_KO,
     ),
 )
@@ -120,7 +120,7 @@ _RE_ROTATED = MISTAKES.declare(
     _FIX_CACHE,
     ko=(
         "출력이 회전하지 않은 채 보관한 캐시를 단계마다 새 토큰의 위치로 회전했을 때의 "
-        "출력이다: 캐시된 키가 모두 쿼리와 같은 위치에 놓여, 어텐션이 토큰이 얼마나 앞에 "
+        "출력이다. 캐시된 키가 모두 쿼리와 같은 위치에 놓여, 어텐션이 토큰이 얼마나 앞에 "
         "있는지 보지 못한다.",
         _FIX_CACHE_KO,
     ),
@@ -131,7 +131,7 @@ _ROTATED_TWICE = MISTAKES.declare(
     "whole cache, at every step (a key at position m ends at 2m).",
     _FIX_CACHE,
     ko=(
-        "출력이 키를 두 번 회전했을 때의 출력이다: 캐시에 넣을 때 한 번, 그리고 단계마다 "
+        "출력이 키를 두 번 회전했을 때의 출력이다. 캐시에 넣을 때 한 번, 그리고 단계마다 "
         "캐시 전체를 다시 한 번(위치 m의 키가 2m에 놓인다).",
         _FIX_CACHE_KO,
     ),
@@ -142,7 +142,7 @@ _OFF_BY_ONE = MISTAKES.declare(
     "of cached tokens): the offset is off by {by}.",
     _FIX_OFFSET + " The first token is at position 0, so the token after n cached ones is at n.",
     ko=(
-        "디코딩한 토큰을 맞는 위치 {wanted}(캐시된 토큰 수)가 아니라 {found}에서 회전했다: "
+        "디코딩한 토큰을 맞는 위치 {wanted}(캐시된 토큰 수)가 아니라 {found}에서 회전했다. "
         "오프셋이 {by}만큼 어긋났다.",
         _FIX_OFFSET_KO + " 첫 토큰이 위치 0이므로, 캐시된 토큰 n개 다음 토큰은 위치 n이다.",
     ),
@@ -154,7 +154,7 @@ _NOT_ROTATED = MISTAKES.declare(
     "rotate the queries and the keys with RoPE (pe_lib.apply_rope(x, positions, base=base, "
     "layout=layout)) before the scores.",
     ko=(
-        "출력이 회전이 전혀 없는 어텐션의 출력이다: 이 층은 (인과 마스크 말고는) 위치를 무시한다.",
+        "출력이 회전이 전혀 없는 어텐션의 출력이다. 이 층은 (인과 마스크 말고는) 위치를 무시한다.",
         "점수를 내기 전에 쿼리와 키를 RoPE로 회전하라(pe_lib.apply_rope(x, positions, "
         "base=base, layout=layout)).",
     ),
@@ -166,7 +166,7 @@ _CACHE_DROPPED = MISTAKES.declare(
     "concatenate the cached keys and values before the new ones (torch.cat(..., dim=-2)), "
     "attend over all of them, and return the grown cache.",
     ko=(
-        "출력이 새 토큰이 자기들끼리만 어텐션했을 때의 출력이다: 캐시된 키와 값을 쓰지 않았다.",
+        "출력이 새 토큰이 자기들끼리만 어텐션했을 때의 출력이다. 캐시된 키와 값을 쓰지 않았다.",
         "캐시된 키와 값을 새것 앞에 이어 붙이고(torch.cat(..., dim=-2)), 그 전체에 "
         "어텐션한 뒤 늘어난 캐시를 반환하라.",
     ),
@@ -177,7 +177,7 @@ _NOT_CAUSAL = MISTAKES.declare(
     "mask the scores of keys after the query: query i of the new block (position offset + i) "
     "may attend to keys 0 .. offset + i (e.g. is_causal=True when nothing is cached).",
     ko=(
-        "프리필에서 모든 토큰이 자기 뒤 토큰에도 어텐션한다: 인과 마스크가 없다.",
+        "프리필에서 모든 토큰이 자기 뒤 토큰에도 어텐션한다. 인과 마스크가 없다.",
         "쿼리 뒤에 있는 키의 점수를 가려라: 새 블록의 쿼리 i(위치 offset + i)는 키 "
         "0 .. offset + i에만 어텐션할 수 있다(예: 캐시가 비었을 때 is_causal=True).",
     ),
@@ -193,7 +193,7 @@ _WRONG_VALUES = MISTAKES.declare(
         "{call}에서 토큰 {token}(위치 {position})의 출력이 {error}만큼 어긋나는데(허용 "
         "{allowed}), 검사기가 아는 어떤 실수로도 설명되지 않는다.",
         "네 step을 전체 패스와 비교하라: softmax(q_rot k_rot^T / sqrt(head_dim) + 인과 "
-        "마스크) v, 모든 쿼리와 키는 절대 위치에서 회전한다(RoPE base {base}, 배치 "
+        "마스크) v, 모든 쿼리와 키는 절대 위치에서 회전한다(RoPE base {base}, 레이아웃 "
         "{layout!r}).",
     ),
 )

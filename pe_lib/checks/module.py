@@ -31,6 +31,7 @@ from ._core import (
     angle_ulps,
     call_student,
     dtype_name,
+    particle,
     reference,
     say,
 )
@@ -41,7 +42,7 @@ __all__ = ["check_positional_encoding_module"]
 MISTAKES = Catalogue("check_positional_encoding_module")
 
 _FIX_ADD = "return x + PE[:seq_len] (then dropout), with PE of shape (seq_len, d_model)."
-_FIX_ADD_KO = "x + PE[:seq_len]을 반환하라(그다음 Dropout). PE의 모양은 (seq_len, d_model)이다."
+_FIX_ADD_KO = "x + PE[:seq_len]을 반환하라(그다음 Dropout). PE의 shape은 (seq_len, d_model)이다."
 _ON_THE_FLY = (
     "when seq_len > max_len, compute the missing rows from the formula on the fly "
     "(positions = torch.arange(seq_len), angles = positions[:, None] * omega[None, :], then "
@@ -61,7 +62,7 @@ _CONSTRUCTOR = MISTAKES.declare(
     "give __init__ a first argument d_model and defaults for the others (max_len=5000, "
     "dropout=0.1), or pass an instance.",
     ko=(
-        "{name}({d_model})로도 {name}(d_model={d_model})로도 만들 수 없었다: {error}.",
+        "{name}({d_model})과 {name}(d_model={d_model}) 어느 쪽으로도 만들 수 없었다. 오류 내용: {error}",
         "__init__의 첫 인자를 d_model로 하고 나머지에는 기본값(max_len=5000, dropout=0.1)을 주거나, 인스턴스를 넘겨라.",
     ),
 )
@@ -70,7 +71,7 @@ _EXCEPTION = MISTAKES.declare(
     "{call} raised {error_type}: {error}.",
     "fix that error first (the traceback above this one shows where it happened).",
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "{call:이} {error_type:을} 일으켰다. 오류 내용: {error}",
         "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다).",
     ),
 )
@@ -79,8 +80,8 @@ _NOT_A_TENSOR = MISTAKES.declare(
     "module(x) returned a {kind}, not a tensor.",
     "return one tensor, x + PE, of the shape of x.",
     ko=(
-        "module(x)가 텐서가 아니라 {kind}을(를) 반환했다.",
-        "x와 모양이 같은 텐서 하나, x + PE를 반환하라.",
+        "module(x)가 텐서가 아니라 {kind:을} 반환했다.",
+        "x와 shape이 같은 텐서 하나, x + PE를 반환하라.",
     ),
 )
 _SHAPE = MISTAKES.declare(
@@ -90,8 +91,8 @@ _SHAPE = MISTAKES.declare(
     "return x + PE[:seq_len], with PE[:seq_len] of shape (seq_len, d_model) broadcast over "
     "the batch.",
     ko=(
-        "모양이 {shape} = (batch, seq_len, d_model)인 x에 대해 module(x)가 모양 {out_shape}을(를) 반환했다: 위치 인코딩은 입력의 모양을 그대로 둔다.{hint}",
-        "x + PE[:seq_len]을 반환하라. 모양이 (seq_len, d_model)인 PE[:seq_len]이 배치 차원으로 브로드캐스트된다.",
+        "shape이 {shape} = (batch, seq_len, d_model)인 x에 대해 module(x)가 shape {out_shape:을} 반환했다. 위치 인코딩은 입력의 shape을 그대로 둔다.{hint}",
+        "x + PE[:seq_len]을 반환하라. shape이 (seq_len, d_model)인 PE[:seq_len]이 배치 차원으로 브로드캐스트된다.",
     ),
 )
 _IN_PLACE = MISTAKES.declare(
@@ -110,7 +111,7 @@ _DROPOUT_IN_EVAL = MISTAKES.declare(
     "use an nn.Dropout submodule, self.dropout = nn.Dropout(p), which module.eval() switches "
     "off, or pass training=self.training to F.dropout.",
     ko=(
-        "eval 모드에서 같은 x로 module(x)를 두 번 호출했더니 출력이 달랐다: Dropout(또는 다른 무작위성)이 아직 켜져 있다.",
+        "eval 모드에서 같은 x로 module(x)를 두 번 호출했더니 출력이 달랐다. Dropout(또는 다른 무작위성)이 아직 켜져 있다.",
         "module.eval()이 끄는 nn.Dropout 하위 모듈 self.dropout = nn.Dropout(p)를 쓰거나, F.dropout에 training=self.training을 넘겨라.",
     ),
 )
@@ -121,7 +122,7 @@ _TRAINABLE = MISTAKES.declare(
     "store the table with self.register_buffer('pe', pe) (not nn.Parameter), computed without "
     "requires_grad.",
     ko=(
-        "모듈에 모양이 {shape}인 학습 가능한 {kind} {name!r}이(가) 있다: optimizer가 이것을 바꾸겠지만, 사인·코사인 인코딩은 고정되어 있어 학습할 것이 없다.",
+        "모듈에 shape이 {shape}인 학습 가능한 {kind} {name!r:이} 있다. optimizer가 이것을 바꾸겠지만, 사인·코사인 인코딩은 고정되어 있어 학습할 것이 없다.",
         "테이블을 requires_grad 없이 계산해 self.register_buffer('pe', pe)로 저장하라(nn.Parameter가 아니다).",
     ),
 )
@@ -132,7 +133,7 @@ _TRAINABLE_PARAMETER = MISTAKES.declare(
     "sinusoidal encoding is fixed.",
     "leave out what has nothing to learn here, or freeze it with requires_grad_(False).",
     ko=(
-        "모듈이 올바른 테이블을 더하지만, 모양이 {shape}인 학습 가능한 {kind} {name!r}이(가) 있다: optimizer가 이것을 바꾸면 모듈이 계산하는 값도 바뀌는데, 사인·코사인 인코딩은 고정되어 있다.",
+        "모듈이 올바른 테이블을 더하지만, shape이 {shape}인 학습 가능한 {kind} {name!r:이} 있다. optimizer가 이것을 바꾸면 모듈이 계산하는 값도 바뀌는데, 사인·코사인 인코딩은 고정되어 있다.",
         "여기서 학습할 것이 없는 것은 빼거나, requires_grad_(False)로 고정하라.",
     ),
 )
@@ -144,8 +145,8 @@ _NORMALISED = MISTAKES.declare(
     "but in its own layer, not in the encoding.",
     "return self.dropout(x + PE[:seq_len]) and apply {name!r} in the layer that uses the encoding.",
     ko=(
-        "eval 모드에서 module(x)가 {norm}(x + PE)이다: 테이블을 더한 다음 하위 모듈 {name!r}({cls})이(가) 합을 정규화한다. 위치 인코딩 자체는 dropout(x + PE)이다. 모델이 그 합을 나중에 정규화할 수는 있지만(BERT의 임베딩 층이 그렇다), 인코딩 안이 아니라 별도의 층에서 한다.",
-        "self.dropout(x + PE[:seq_len])을 반환하고, {name!r}은(는) 인코딩을 쓰는 층에서 적용하라.",
+        "eval 모드에서 module(x)가 {norm}(x + PE)이다. 테이블을 더한 다음 하위 모듈 {cls} {name!r:이} 합을 정규화한다. 위치 인코딩 자체는 dropout(x + PE)이다. 모델이 그 합을 나중에 정규화할 수는 있지만(BERT의 임베딩 층이 그렇다), 인코딩 안이 아니라 별도의 층에서 한다.",
+        "self.dropout(x + PE[:seq_len])을 반환하고, {name!r:은} 인코딩을 쓰는 층에서 적용하라.",
     ),
 )
 _NOT_BUFFER = MISTAKES.declare(
@@ -154,7 +155,7 @@ _NOT_BUFFER = MISTAKES.declare(
     "and module.half() do not see it, so it stays behind on the CPU.",
     "self.register_buffer({name!r}, table) in __init__.",
     ko=(
-        "테이블이 모양 {shape}인 평범한 텐서 속성 self.{name}이다: module.to(device)와 module.half()가 이것을 보지 못해 CPU에 남는다.",
+        "테이블이 shape {shape}인 일반 텐서 속성 self.{name}이다. module.to(device)와 module.half()가 이것을 보지 못해 CPU에 남는다.",
         "__init__에서 self.register_buffer({name!r}, table)를 호출하라.",
     ),
 )
@@ -164,7 +165,7 @@ _TABLE_NOT_ADDED = MISTAKES.declare(
     "assigned to a name that is not returned?).",
     _FIX_ADD,
     ko=(
-        "eval 모드에서 module(x)가 x를 그대로 반환했다: 테이블이 한 번도 더해지지 않는다(합을 반환하지 않는 이름에 대입하지 않았는가?).",
+        "eval 모드에서 module(x)가 x를 그대로 반환했다. 테이블이 한 번도 더해지지 않는다(합을 반환하지 않는 이름에 대입하지 않았는가?).",
         _FIX_ADD_KO,
     ),
 )
@@ -174,7 +175,7 @@ _ONLY_TABLE = MISTAKES.declare(
     "are lost.",
     _FIX_ADD,
     ko=(
-        "eval 모드에서 module(x)가 x와 상관없이 테이블 자체를 반환했다: 토큰 임베딩이 사라진다.",
+        "eval 모드에서 module(x)가 x와 상관없이 테이블 자체를 반환했다. 토큰 임베딩이 사라진다.",
         _FIX_ADD_KO,
     ),
 )
@@ -184,7 +185,7 @@ _MULTIPLIED = MISTAKES.declare(
     "added to them (module(zeros) is all zeros).",
     _FIX_ADD,
     ko=(
-        "eval 모드에서 module(x)가 x * PE이다: 테이블이 임베딩에 더해지지 않고 곱해진다(module(zeros)가 모두 0이다).",
+        "eval 모드에서 module(x)가 x * PE이다. 테이블이 임베딩에 더해지지 않고 곱해진다(module(zeros)가 모두 0이다).",
         _FIX_ADD_KO,
     ),
 )
@@ -193,7 +194,7 @@ _SCALED = MISTAKES.declare(
     "In eval mode module(x) is {scale} * x + PE: x is scaled before the table is added.{note}",
     _FIX_ADD,
     ko=(
-        "eval 모드에서 module(x)가 {scale} * x + PE이다: 테이블을 더하기 전에 x의 크기가 바뀐다.{note}",
+        "eval 모드에서 module(x)가 {scale} * x + PE이다. 테이블을 더하기 전에 x의 크기가 바뀐다.{note}",
         _FIX_ADD_KO,
     ),
 )
@@ -215,8 +216,8 @@ _POSITION_AXIS = MISTAKES.declare(
     "index the table with x.size(1) and add PE[:seq_len] of shape (seq_len, d_model) (or "
     "(1, seq_len, d_model)).",
     ko=(
-        "모듈이 배치 항목 b의 모든 토큰에 PE(b)를 더한다: PyTorch 튜토리얼의 (seq_len, batch, d_model) 배치처럼 위치를 0번 차원에서 읽는다. 여기서 입력은 (batch, seq_len, d_model)이다.",
-        "테이블을 x.size(1)로 인덱싱해 모양이 (seq_len, d_model)(또는 (1, seq_len, d_model))인 PE[:seq_len]을 더하라.",
+        "모듈이 배치 항목 b의 모든 토큰에 PE(b)를 더한다. PyTorch 튜토리얼의 (seq_len, batch, d_model) 레이아웃처럼 위치를 0번 차원에서 읽는다. 여기서 입력은 (batch, seq_len, d_model)이다.",
+        "테이블을 x.size(1)로 인덱싱해 shape이 (seq_len, d_model)(또는 (1, seq_len, d_model))인 PE[:seq_len]을 더하라.",
     ),
 )
 _ONE_POSITION = MISTAKES.declare(
@@ -228,7 +229,7 @@ _ONE_POSITION = MISTAKES.declare(
     "slice the axis that has max_len entries: pe[:seq_len, 0] for a (max_len, 1, d_model) "
     "buffer, pe[0, :seq_len] for (1, max_len, d_model), pe[:seq_len] for (max_len, d_model).",
     ko=(
-        "모듈이 모든 토큰에 위치 0의 행 PE(0)을 더한다: 테이블에서 자르는 축이 위치 축이 아니다. PyTorch 튜토리얼처럼 모양이 (max_len, 1, d_model)인 버퍼를 (1, max_len, d_model)인 것처럼 자르면(pe[0, :seq_len]) 0번 행만 나온다.",
+        "모듈이 모든 토큰에 위치 0의 행 PE(0)을 더한다. 테이블에서 자르는 축이 위치 축이 아니다. PyTorch 튜토리얼처럼 shape이 (max_len, 1, d_model)인 버퍼를 (1, max_len, d_model)인 것처럼 자르면(pe[0, :seq_len]) 0번 행만 나온다.",
         "max_len개 항목이 있는 축을 잘라라: (max_len, 1, d_model) 버퍼는 pe[:seq_len, 0], (1, max_len, d_model)은 pe[0, :seq_len], (max_len, d_model)은 pe[:seq_len].",
     ),
 )
@@ -248,7 +249,7 @@ _WRONG_TABLE = MISTAKES.declare(
     "(module(zeros)[0]) found {inner!r}: {message}",
     "see the fix above.",
     ko=(
-        "모듈이 x에 테이블을 더하지만, 사인·코사인 테이블이 아니다. 그 테이블(module(zeros)[0])을 검사한 결과는 {inner!r}이다: {message}",
+        "모듈이 x에 테이블을 더하지만, 사인·코사인 테이블이 아니다. 그 테이블(module(zeros)[0])을 검사한 결과는 {inner!r}이다. {message}",
         "위의 고치는 법을 보라.",
     ),
 )
@@ -269,7 +270,7 @@ _SHORT_RAISED = MISTAKES.declare(
     "build the table with max_len rows, positions 0 .. max_len - 1 "
     "(torch.arange(max_len)), so that every seq_len <= max_len works.",
     ko=(
-        "module(x)가 만들 때 준비한 seq_len={seq_len}({prepared})에서 {error_type}으로 실패했다: {error}.",
+        "module(x)가 만들 때 준비한 seq_len={seq_len}({prepared})에서 {error_type:으로} 실패했다. 오류 내용: {error}",
         "테이블을 max_len개 행, 위치 0 .. max_len - 1(torch.arange(max_len))로 만들어, seq_len <= max_len이면 모두 동작하게 하라.",
     ),
 )
@@ -280,7 +281,7 @@ _SHORT_SHAPE = MISTAKES.declare(
     "build the table with max_len rows, positions 0 .. max_len - 1 "
     "(torch.arange(max_len)), so that every seq_len <= max_len works.",
     ko=(
-        "만들 때 준비한 seq_len={seq_len}({prepared})에서 module(x)가 모양 {shape} 대신 {out_shape}을(를) 반환했다.",
+        "만들 때 준비한 seq_len={seq_len}({prepared})에서 module(x)가 shape {shape} 대신 {out_shape:을} 반환했다.",
         "테이블을 max_len개 행, 위치 0 .. max_len - 1(torch.arange(max_len))로 만들어, seq_len <= max_len이면 모두 동작하게 하라.",
     ),
 )
@@ -311,8 +312,8 @@ _DROPOUT_NEVER_BUILT = MISTAKES.declare(
     "attribute {names}: the dropout argument is accepted and never applied.",
     "keep it, self.dropout = nn.Dropout({argument}), and return self.dropout(x + pe) in forward.",
     ko=(
-        "{cls}.__init__은 기본으로 {argument}={p}를 받지만, 모듈에 nn.Dropout도 속성 {names}도 없다: dropout 인자를 받기만 하고 적용하지 않는다.",
-        "self.dropout = nn.Dropout({argument})로 간직하고, forward에서 self.dropout(x + pe)를 반환하라.",
+        "{cls}.__init__은 기본으로 {argument}={p:를} 받지만, 모듈에 nn.Dropout도 속성 {names}도 없다. dropout 인자를 받기만 하고 적용하지 않는다.",
+        "self.dropout = nn.Dropout({argument})로 저장해 두고, forward에서 self.dropout(x + pe)를 반환하라.",
     ),
 )
 _DROPOUT_NOT_ON_SUM = MISTAKES.declare(
@@ -321,7 +322,7 @@ _DROPOUT_NOT_ON_SUM = MISTAKES.declare(
     "kept should be (x + PE) / (1 - p) and the rest 0.",
     "add first, then apply dropout once to the sum: return self.dropout(x + pe).",
     ko=(
-        "train 모드(Dropout p={p})에서 module(x)가 dropout(x + PE)가 아니다: 남는 항목은 (x + PE) / (1 - p)이고 나머지는 0이어야 한다.",
+        "train 모드(Dropout p={p})에서 module(x)가 dropout(x + PE)가 아니다. 남는 항목은 (x + PE) / (1 - p)이고 나머지는 0이어야 한다.",
         "먼저 더하고, 그 합에 Dropout을 한 번 적용하라: return self.dropout(x + pe).",
     ),
 )
@@ -330,7 +331,7 @@ _BEYOND_RAISED = MISTAKES.declare(
     "module(x) failed for seq_len={seq_len} ({prepared}) with {error_type}: {error}.",
     _ON_THE_FLY,
     ko=(
-        "module(x)가 seq_len={seq_len}({prepared})에서 {error_type}으로 실패했다: {error}.",
+        "module(x)가 seq_len={seq_len}({prepared})에서 {error_type:으로} 실패했다. 오류 내용: {error}",
         _ON_THE_FLY_KO,
     ),
 )
@@ -339,7 +340,7 @@ _BEYOND_SHAPE = MISTAKES.declare(
     "For seq_len={seq_len} ({prepared}) module(x) returned {out_shape} instead of shape {shape}.",
     _ON_THE_FLY,
     ko=(
-        "seq_len={seq_len}({prepared})에서 module(x)가 모양 {shape} 대신 {out_shape}을(를) 반환했다.",
+        "seq_len={seq_len}({prepared})에서 module(x)가 shape {shape} 대신 {out_shape:을} 반환했다.",
         _ON_THE_FLY_KO,
     ),
 )
@@ -359,7 +360,7 @@ _DTYPE = MISTAKES.declare(
     "dtype ({cause}).",
     "cast the table to x's dtype when adding it: x + self.pe[:seq_len].to(x.dtype).",
     ko=(
-        "dtype이 {dtype}인 x에 대해 module(x)가 {result}을(를) 반환했다: 출력은 입력의 dtype을 유지해야 한다({cause}).",
+        "dtype이 {dtype}인 x에 대해 module(x)가 {result:을} 반환했다. 출력은 입력의 dtype을 유지해야 한다({cause}).",
         "더할 때 테이블을 x의 dtype으로 바꿔라: x + self.pe[:seq_len].to(x.dtype).",
     ),
 )
@@ -368,7 +369,7 @@ _DTYPE_RAISED = MISTAKES.declare(
     "module(x) with x of dtype {dtype} raised {error_type}: {error}.",
     "cast the table to x's dtype when adding it: x + self.pe[:seq_len].to(x.dtype).",
     ko=(
-        "dtype이 {dtype}인 x로 module(x)를 호출했더니 {error_type}이(가) 일어났다: {error}.",
+        "dtype이 {dtype}인 x로 module(x)를 호출했더니 {error_type:이} 일어났다. 오류 내용: {error}",
         "더할 때 테이블을 x의 dtype으로 바꿔라: x + self.pe[:seq_len].to(x.dtype).",
     ),
 )
@@ -675,7 +676,7 @@ class _Probe:
             _EXCEPTION,
             say(
                 f"module(x) with x of shape {tuple(x.shape)} ({what})",
-                f"모양이 {tuple(x.shape)}인 x로 호출한 module(x)({what})",
+                f"shape이 {tuple(x.shape)}인 x로 호출한 module(x)({what})",
             ),
             self.module,
             given,
@@ -688,7 +689,7 @@ class _Probe:
             hint = (
                 say(
                     " That is the shape of the table alone: add it to x.",
-                    " 그것은 테이블만의 모양이다: 테이블을 x에 더하라.",
+                    " 그것은 테이블만의 shape이다. 테이블을 x에 더하라.",
                 )
                 if out.shape == x.shape[1:]
                 else ""
@@ -778,7 +779,7 @@ class _Probe:
                     note = say(
                         f" That is sqrt(d_model) = {root:.4g}: the paper scales the embeddings "
                         "in the embedding layer (section 3.4), not in the encoding.",
-                        f" 그것은 sqrt(d_model) = {root:.4g}이다: 논문은 임베딩의 크기를 인코딩이 "
+                        f" 그것은 sqrt(d_model) = {root:.4g}이다. 논문은 임베딩의 크기를 인코딩이 "
                         "아니라 임베딩 레이어에서 바꾼다(3.4절).",
                     )
                 raise _SCALED.fail(scale=f"{scale:.4g}", note=note)
@@ -883,12 +884,14 @@ class _Probe:
             if table.dtype == result:
                 return say(
                     f"adding the module's {name} table {table_name!r} promotes the sum to {name}",
-                    f"모듈의 {name} 테이블 {table_name!r}을(를) 더하면 합이 {name}(으)로 승격된다",
+                    f"모듈의 {name} 테이블 {particle(repr(table_name), '을')} 더하면 합이 "
+                    f"{particle(name, '으로')} 승격된다",
                 )
         return say(
             f"a {name} tensor added without a cast, such as a table computed in {name}, "
             f"promotes the sum to {name}",
-            f"변환 없이 더한 {name} 텐서(예: {name}로 계산한 테이블)가 합을 {name}(으)로 승격한다",
+            f"변환 없이 더한 {name} 텐서(예: {name}에서 계산한 테이블)가 합을 "
+            f"{particle(name, '으로')} 승격한다",
         )
 
     def check_dtypes(self, x: torch.Tensor) -> None:

@@ -68,6 +68,7 @@ from ._core import (
     call_student,
     dtype_name,
     fmt_base,
+    particle,
     say,
 )
 
@@ -95,8 +96,8 @@ _EXCEPTION = MISTAKES.declare(
     "max_len - 1 if you pass max_len=, the size of your cache), one decoding step at a time "
     "too (seq_len 1).",
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
-        "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). 검사기는 모양이 (batch, heads, seq_len, head_dim)인 x를 검사하는 dtype마다(따로 정하지 않으면 float64, float32, bfloat16) 위치 0부터 10001까지(max_len=으로 캐시 크기를 넘기면 max_len - 1까지) 넘기며, 한 번에 한 단계씩 디코딩하는 경우(seq_len 1)도 넘긴다.",
+        "{call:이} {error_type:을} 일으켰다. 오류 내용: {error}",
+        "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). 검사기는 shape이 (batch, heads, seq_len, head_dim)인 x를 검사하는 dtype마다(따로 정하지 않으면 float64, float32, bfloat16) 위치 0부터 10001까지(캐시 크기를 max_len 인자로 넘기면 max_len - 1까지) 넘기며, 한 번에 한 단계씩 디코딩하는 경우(seq_len 1)도 넘긴다.",
     ),
 )
 _IN_PLACE = MISTAKES.declare(
@@ -105,7 +106,7 @@ _IN_PLACE = MISTAKES.declare(
     "build a new tensor (torch.cat / torch.stack of the rotated halves or pairs) and leave the "
     "caller's queries and keys untouched.",
     ko=(
-        "{call}이(가) 입력을 제자리에서(in place) 바꿨다(예: x[..., 0::2] = ... 또는 x.mul_(cos)).",
+        "{call:이} 입력을 제자리에서(in place) 바꿨다(예: x[..., 0::2] = ... 또는 x.mul_(cos)).",
         "새 텐서를 만들고(회전한 절반이나 쌍을 torch.cat / torch.stack으로), 호출한 쪽의 쿼리와 키는 건드리지 마라.",
     ),
 )
@@ -114,7 +115,7 @@ _WRONG_TYPE = MISTAKES.declare(
     "{call} returned {what}, not a torch tensor.",
     "return the rotated tensor (for rotate(q, k, offset): the pair (q_rotated, k_rotated)).",
     ko=(
-        "{call}이(가) torch 텐서가 아니라 {what}을(를) 반환했다.",
+        "{call:이} torch 텐서가 아니라 {what:을} 반환했다.",
         "회전한 텐서를 반환하라(rotate(q, k, offset)이면 쌍 (q_rotated, k_rotated)).",
     ),
 )
@@ -124,8 +125,8 @@ _SHAPE = MISTAKES.declare(
     "return a tensor of the shape of the input: the rotation acts on the last dimension "
     "(head_dim) and keeps every other.",
     ko=(
-        "{call}이(가) 모양 {x_shape}인 입력에 대해 모양 {shape}을(를) 반환했다.",
-        "입력과 모양이 같은 텐서를 반환하라: 회전은 마지막 차원(head_dim)에 작용하고 다른 차원은 모두 그대로 둔다.",
+        "{call:이} shape {x_shape}인 입력에 대해 shape {shape:을} 반환했다.",
+        "입력과 shape이 같은 텐서를 반환하라: 회전은 마지막 차원(head_dim)에 작용하고 다른 차원은 모두 그대로 둔다.",
     ),
 )
 _DTYPE = MISTAKES.declare(
@@ -134,7 +135,7 @@ _DTYPE = MISTAKES.declare(
     "compute in float32 if you like, then cast the result back: return out.type_as(x) "
     "(or out.to(x.dtype)).",
     ko=(
-        "{call}이(가) {wanted} 입력에 대해 {found} 텐서를 반환했다.",
+        "{call:이} {wanted} 입력에 대해 {found} 텐서를 반환했다.",
         "원하면 float32로 계산하되, 결과를 다시 변환하라: return out.type_as(x)(또는 out.to(x.dtype)).",
     ),
 )
@@ -159,8 +160,8 @@ _INTERLEAVED_AS_HALF = MISTAKES.declare(
     "rotated pairs back interleaved (torch.stack((y_a, y_b), dim=-1).flatten(-2)); or pass "
     'layout="half" if that is the layout you mean.',
     ko=(
-        "결과가 '절반' 배치(쌍 (i, i + head_dim/2), Hugging Face의 rotate_half)의 회전인데, 요청한 것은 '교대' 배치(쌍 (2i, 2i+1), RoFormer와 Meta의 Llama 코드처럼)이다. 한 배치로 학습한 가중치는 다른 배치에서 틀린 점수를 준다.",
-        '채널 2i와 채널 2i+1을 짝지어라: x_a = x[..., 0::2], x_b = x[..., 1::2]로 두고, 회전한 쌍을 다시 교대로 넣어라(torch.stack((y_a, y_b), dim=-1).flatten(-2)). 그 배치를 뜻한 것이라면 layout="half"를 넘겨라.',
+        "결과가 '절반' 레이아웃(쌍 (i, i + head_dim/2), Hugging Face의 rotate_half)의 회전인데, 요청한 것은 '교대' 레이아웃(쌍 (2i, 2i+1), RoFormer와 Meta의 Llama 코드처럼)이다. 한 레이아웃으로 학습한 가중치를 다른 레이아웃에 쓰면 어텐션 점수가 틀어진다.",
+        '채널 2i와 채널 2i+1을 짝지어라: x_a = x[..., 0::2], x_b = x[..., 1::2]로 두고, 회전한 쌍을 다시 교대로 넣어라(torch.stack((y_a, y_b), dim=-1).flatten(-2)). 그 레이아웃을 뜻한 것이라면 layout="half"를 넘겨라.',
     ),
 )
 _HALF_AS_INTERLEAVED = MISTAKES.declare(
@@ -173,8 +174,8 @@ _HALF_AS_INTERLEAVED = MISTAKES.declare(
     'torch.cat((y_a, y_b), dim=-1); or pass layout="interleaved" if that is the layout you '
     "mean.",
     ko=(
-        "결과가 '교대' 배치(쌍 (2i, 2i+1), RoFormer와 Meta의 Llama 코드처럼)의 회전인데, 요청한 것은 '절반' 배치(쌍 (i, i + head_dim/2), Hugging Face의 rotate_half)이다. 한 배치로 학습한 가중치는 다른 배치에서 틀린 점수를 준다.",
-        '채널 i와 채널 i + head_dim/2를 짝지어라: x_a, x_b = x.chunk(2, dim=-1)로 두고 torch.cat((y_a, y_b), dim=-1)을 반환하라. 그 배치를 뜻한 것이라면 layout="interleaved"를 넘겨라.',
+        "결과가 '교대' 레이아웃(쌍 (2i, 2i+1), RoFormer와 Meta의 Llama 코드처럼)의 회전인데, 요청한 것은 '절반' 레이아웃(쌍 (i, i + head_dim/2), Hugging Face의 rotate_half)이다. 한 레이아웃으로 학습한 가중치를 다른 레이아웃에 쓰면 어텐션 점수가 틀어진다.",
+        '채널 i와 채널 i + head_dim/2를 짝지어라: x_a, x_b = x.chunk(2, dim=-1)로 두고 torch.cat((y_a, y_b), dim=-1)을 반환하라. 그 레이아웃을 뜻한 것이라면 layout="interleaved"를 넘겨라.',
     ),
 )
 _MIXED_LAYOUT = MISTAKES.declare(
@@ -185,7 +186,7 @@ _MIXED_LAYOUT = MISTAKES.declare(
     "(pairs (i, i + head_dim/2)), freqs.repeat_interleave(2, dim=-1) with interleaved pairs "
     "(2i, 2i+1).",
     ko=(
-        "채널은 {layout!r} 배치로 짝지어졌는데, cos와 sin은 {other!r} 배치로 놓였다({laid_out}). 그래서 한 쌍의 두 채널이 서로 다른 각도로 돈다.",
+        "채널은 {layout!r} 레이아웃으로 짝지어졌는데, cos와 sin은 {other!r} 레이아웃으로 놓였다({laid_out}). 그래서 한 쌍의 두 채널이 서로 다른 각도로 돈다.",
         "cos와 sin을 쌍과 같이 놓아라: rotate_half(쌍 (i, i + head_dim/2))에는 torch.cat((freqs, freqs), dim=-1), 교대 쌍 (2i, 2i+1)에는 freqs.repeat_interleave(2, dim=-1).",
     ),
 )
@@ -196,8 +197,8 @@ _SIGN = MISTAKES.declare(
     "y_a = x_a cos(m theta_i) - x_b sin(m theta_i), y_b = x_a sin(m theta_i) + x_b "
     "cos(m theta_i); in the half layout rotate_half(x) = torch.cat((-x2, x1), dim=-1).",
     ko=(
-        "결과가 모든 쌍을 -m * theta_i만큼 돌린다: 회전 방향이 반대다(sin의 부호가 틀렸거나, rotate_half가 (-x2, x1) 대신 (x1, -x2)를 반환한다).",
-        "y_a = x_a cos(m theta_i) - x_b sin(m theta_i), y_b = x_a sin(m theta_i) + x_b cos(m theta_i). 절반 배치에서는 rotate_half(x) = torch.cat((-x2, x1), dim=-1).",
+        "결과가 모든 쌍을 -m * theta_i만큼 돌린다. 회전 방향이 반대다(sin의 부호가 틀렸거나, rotate_half가 (-x2, x1) 대신 (x1, -x2)를 반환한다).",
+        "y_a = x_a cos(m theta_i) - x_b sin(m theta_i), y_b = x_a sin(m theta_i) + x_b cos(m theta_i). 절반 레이아웃에서는 rotate_half(x) = torch.cat((-x2, x1), dim=-1).",
     ),
 )
 _FIX_OFFSET = (
@@ -206,7 +207,7 @@ _FIX_OFFSET = (
     "cached, and the new token's query and key are rotated at that absolute position."
 )
 _FIX_OFFSET_KO = (
-    "오프셋 p에서 호출했을 때 j번째 위치는 p + j이다: positions = torch.arange(offset, offset + "
+    "오프셋 p에서 호출했을 때 j번째 위치는 p + j이다. positions = torch.arange(offset, offset + "
     "seq_len). 키-값 캐시로 디코딩할 때 offset은 이미 캐시된 토큰 수이고, 새 토큰의 쿼리와 키는 "
     "그 절대 위치에서 회전한다."
 )
@@ -216,7 +217,7 @@ _OFFSET_IGNORED = MISTAKES.declare(
     "is ignored, so every step is rotated as if it were the start of the sequence.",
     _FIX_OFFSET,
     ko=(
-        "결과가 위치 {wanted}이(가) 아니라 {found}에서의 회전이다: 디코딩 오프셋을 무시해서 모든 단계를 시퀀스의 시작인 것처럼 돌린다.",
+        "결과가 위치 {wanted:이} 아니라 {found}에서의 회전이다. 디코딩 오프셋을 무시해서 모든 단계를 시퀀스의 시작인 것처럼 돌린다.",
         _FIX_OFFSET_KO,
     ),
 )
@@ -226,7 +227,7 @@ _OFFSET_TWICE = MISTAKES.declare(
     "twice.",
     _FIX_OFFSET,
     ko=(
-        "결과가 위치 {wanted}이(가) 아니라 {found}에서의 회전이다: 오프셋을 두 번 더했다.",
+        "결과가 위치 {wanted:이} 아니라 {found}에서의 회전이다. 오프셋을 두 번 더했다.",
         _FIX_OFFSET_KO,
     ),
 )
@@ -236,7 +237,7 @@ _OFFSET_BY_ONE = MISTAKES.declare(
     "off by {by}.",
     _FIX_OFFSET + " The first token of a sequence is at position 0.",
     ko=(
-        "결과가 위치 {wanted}이(가) 아니라 {found}에서의 회전이다: 위치가 {by}만큼 어긋나 있다.",
+        "결과가 위치 {wanted:이} 아니라 {found}에서의 회전이다. 위치가 {by}만큼 어긋나 있다.",
         _FIX_OFFSET_KO + " 시퀀스의 첫 토큰은 위치 0에 있다.",
     ),
 )
@@ -246,7 +247,7 @@ _NOT_ROTATED = MISTAKES.declare(
     "the two returned before rotating it?).",
     _FIX_ROTATE,
     ko=(
-        "결과가 입력 그대로다: 아무것도 회전하지 않았다(rotate(q, k, offset)이면, 둘 가운데 하나를 회전하기 전에 반환하지 않았는가?).",
+        "결과가 입력 그대로다. 아무것도 회전하지 않았다(rotate(q, k, offset)이면, 둘 가운데 하나를 회전하기 전에 반환하지 않았는가?).",
         _FIX_ROTATE_KO,
     ),
 )
@@ -267,7 +268,7 @@ _SCALING_MISSING = MISTAKES.declare(
     "the result is plain RoPE: the {rope_type!r} scaling (factor {factor}) is not applied.",
     _FIX_SCALING,
     ko=(
-        "결과가 평범한 RoPE이다: {rope_type!r} 스케일링(factor {factor})이 적용되지 않았다.",
+        "결과가 기본 RoPE이다. {rope_type!r} 스케일링(factor {factor})이 적용되지 않았다.",
         _FIX_SCALING_KO,
     ),
 )
@@ -277,7 +278,7 @@ _SCALING_TWICE = MISTAKES.declare(
     "is applied twice (e.g. positions divided by it and the frequencies too).",
     _FIX_SCALING,
     ko=(
-        "결과가 factor {factor}**2 = {squared}인 {rope_type!r} 스케일링이다: factor를 두 번 적용했다(예: 위치도 나누고 주파수도 나눴다).",
+        "결과가 factor {factor}**2 = {squared}인 {rope_type!r} 스케일링이다. factor를 두 번 적용했다(예: 위치도 나누고 주파수도 나눴다).",
         _FIX_SCALING_KO,
     ),
 )
@@ -288,7 +289,7 @@ _SCALING_INVERTED = MISTAKES.declare(
     "by it).",
     _FIX_SCALING,
     ko=(
-        '결과가 각 쌍을 m * theta_i**2 / theta\'_i만큼 돌린다: {rope_type!r} 스케일링이 뒤집혔다("linear"이면 위치를 factor {factor}로 나누지 않고 곱했다).',
+        '결과가 각 쌍을 m * theta_i**2 / theta\'_i만큼 돌린다. {rope_type!r} 스케일링이 뒤집혔다("linear"이면 위치를 factor {factor:로} 나누지 않고 곱했다).',
         _FIX_SCALING_KO,
     ),
 )
@@ -299,7 +300,7 @@ _ATTENTION_FACTOR = MISTAKES.declare(
     "multiply cos and sin by the attention factor (YaRN's sqrt(1/t) = 0.1 ln(factor) + 1), "
     "the second value rope_frequencies returns.",
     ko=(
-        "각도는 맞지만, cos와 sin에 {rope_type!r} 스케일링의 어텐션 인수 {attention_factor}를 곱하지 않았다.",
+        "각도는 맞지만, cos와 sin에 {rope_type!r} 스케일링의 어텐션 인수 {attention_factor:를} 곱하지 않았다.",
         "cos와 sin에 어텐션 인수(YaRN의 sqrt(1/t) = 0.1 ln(factor) + 1), 즉 rope_frequencies가 반환하는 두 번째 값을 곱하라.",
     ),
 )
@@ -311,8 +312,8 @@ _BASE = MISTAKES.declare(
     "pair index: theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / "
     "head_dim).",
     ko=(
-        "결과가 base {base}가 아니라 base {found}인 RoPE이다: 쌍 i가 위치마다 {found} ** (-2i / {head_dim})만큼 돈다.{hint}",
-        "쌍 번호 i = 0 .. head_dim/2 - 1에 대해 base={base}로 theta_i = base ** (-2i / head_dim)를 써라: theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim).",
+        "결과가 base {base:가} 아니라 base {found}인 RoPE이다. 쌍 i가 위치마다 {found} ** (-2i / {head_dim})만큼 돈다.{hint}",
+        "쌍 번호 i = 0 .. head_dim/2 - 1에 대해 base={base:로} theta_i = base ** (-2i / head_dim)를 써라: theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim).",
     ),
 )
 _PRECISION = MISTAKES.declare(
@@ -326,8 +327,8 @@ _PRECISION = MISTAKES.declare(
     "the result) to x's dtype. In a module, a frequency buffer is cast by module.to("
     "torch.bfloat16): compute the frequencies in forward, or keep them out of the buffers.",
     ko=(
-        "결과가 각도를 반정밀도(bfloat16 또는 float16)로 만든 회전이다: 위치 {position}에서 최대 {error}만큼 어긋나는데, float32 각도는 많아야 {allowed}만큼 어긋난다. bfloat16은 유효 비트가 8개뿐이라 1024와 2048 사이에는 8의 배수만 있으므로, 위치 1001이 1000이 된다.",
-        "x의 dtype과 상관없이 위치, 주파수, 각도를 float32(또는 float64)로 만들어라: angles = positions.float()[:, None] * theta.float()[None, :]. cos와 sin(또는 결과)만 x의 dtype으로 변환하라. 모듈에서는 주파수 버퍼가 module.to(torch.bfloat16)로 변환된다: 주파수를 forward에서 계산하거나 버퍼에 두지 마라.",
+        "결과가 각도를 반정밀도(bfloat16 또는 float16)로 만든 회전이다. 위치 {position}에서 최대 {error}만큼 어긋나는데, float32 각도는 많아야 {allowed}만큼 어긋난다. bfloat16은 유효 비트가 8개뿐이라 1024와 2048 사이에는 8의 배수만 있으므로, 위치 1001이 1000이 된다.",
+        "x의 dtype과 상관없이 위치, 주파수, 각도를 float32(또는 float64)로 만들어라: angles = positions.float()[:, None] * theta.float()[None, :]. cos와 sin(또는 결과)만 x의 dtype으로 변환하라. 모듈에서는 주파수 버퍼가 module.to(torch.bfloat16)로 변환된다. 주파수를 forward에서 계산하거나 버퍼에 두지 마라.",
     ),
 )
 _COMPLEX_BUFFER = MISTAKES.declare(
@@ -339,7 +340,7 @@ _COMPLEX_BUFFER = MISTAKES.declare(
     "store the float32 angles and build torch.polar(ones, angles) in forward), or cast only "
     "the floating weights to the low precision.",
     ko=(
-        "module.to(torch.{dtype})가 복소수 {names}을(를) 실수 {dtype} 텐서로 변환해, 실수부(cos m theta_i)는 남고 허수부(sin m theta_i)는 버려졌다: 회전이 코사인을 곱하는 것으로 바뀌었다.",
+        "module.to(torch.{dtype})가 복소수 {names:을} 실수 {dtype} 텐서로 변환해, 실수부(cos m theta_i)는 남고 허수부(sin m theta_i)는 버려졌다. 회전이 코사인을 곱하는 것으로 바뀌었다.",
         "복소수 주파수를 모듈의 버퍼에 두지 마라(freqs_cis를 forward에서 계산하거나, float32 각도를 저장하고 forward에서 torch.polar(ones, angles)를 만들어라). 아니면 부동소수점 가중치만 낮은 정밀도로 변환하라.",
     ),
 )
@@ -350,7 +351,7 @@ _WRONG_VALUES = MISTAKES.declare(
     "is {wanted} rad (mod 2*pi), and scales its length by {ratio} where {factor} is right.",
     _FIX_ROTATE,
     ko=(
-        "위치 {position}, 쌍 {pair}(채널 {channels})에서 결과가 {error}만큼 어긋난다(허용 {allowed}): 그 쌍을 {found} rad만큼 돌리는데 {position} * theta_{pair}는 {wanted} rad(mod 2*pi)이고, 길이를 {ratio}배 하는데 맞는 값은 {factor}이다.",
+        "위치 {position}, 쌍 {pair}(채널 {channels})에서 결과가 {error}만큼 어긋난다(허용 {allowed}): 그 쌍을 {found} rad만큼 돌리는데 {position} * theta_{pair:는} {wanted} rad(mod 2*pi)이고, 길이를 {ratio}배 하는데 맞는 값은 {factor}이다.",
         _FIX_ROTATE_KO,
     ),
 )
@@ -622,7 +623,7 @@ def _probing(rotate: Callable[..., object]) -> Iterator[Callable[[torch.dtype], 
                     cast = copy.deepcopy(module).to(dtype)
                 note = say(
                     f" (a copy of the module cast with .to(torch.{dtype_name(dtype)}))",
-                    f" (.to(torch.{dtype_name(dtype)}))로 변환한 모듈의 사본)",
+                    f" (.to(torch.{dtype_name(dtype)})로 변환한 모듈의 사본)",
                 )
                 casts[dtype] = _Student(cast, _device_of(cast), note, _made_real(module, cast))
             except Exception:  # a module that cannot be copied is probed as it is
@@ -657,7 +658,7 @@ class _Spec:
         if self.rope_type == "default":
             return say(
                 f"plain RoPE, theta_i = {fmt_base(self.base)} ** (-2i / {self.head_dim})",
-                f"평범한 RoPE, theta_i = {fmt_base(self.base)} ** (-2i / {self.head_dim})",
+                f"기본 RoPE, theta_i = {fmt_base(self.base)} ** (-2i / {self.head_dim})",
             )
         return say(
             f"the {self.rope_type!r} frequencies of pe_lib.rope_scaling.rope_frequencies: "
@@ -787,7 +788,7 @@ def _check_call(
     context = say(
         f"with x of shape {tuple(xs[0].shape)} {dtype} at positions {_span(offset, seq_len)}"
         f"{student.note}",
-        f"(모양 {tuple(xs[0].shape)}, {dtype}인 x, 위치 {_span(offset, seq_len)}{student.note})",
+        f"(shape {tuple(xs[0].shape)}, {dtype}인 x, 위치 {_span(offset, seq_len)}{student.note})",
     )
     call = convention.signature.replace("offset", str(offset)) + " " + context
     given = [x.to(student.device, copy=True) for x in xs]
@@ -821,7 +822,7 @@ def _check_call(
                 )
             where = say(
                 f"For {call}, against {spec.reference}, ",
-                f"{call}을(를) {spec.reference}와(과) 비교하면 ",
+                f"{particle(call, '을')} {particle(spec.reference, '과')} 비교하면 ",
             )
             raise _diagnose(result, where, offset)
 
@@ -967,21 +968,21 @@ def _base_hint(found: float, base: float, head_dim: int) -> str:
         return say(
             " That is sqrt(base): the exponent misses its factor 2 (base ** (-i / head_dim)), "
             "or divides by 2 * head_dim.",
-            " 그것은 sqrt(base)이다: 지수에 인수 2가 빠졌거나(base ** (-i / head_dim)), "
+            " 그것은 sqrt(base)이다. 지수에 인수 2가 빠졌거나(base ** (-i / head_dim)), "
             "2 * head_dim으로 나눴다.",
         )
     if math.isclose(found, base ** (head_dim / (head_dim - 2)), rel_tol=1e-3):
         return say(
             " That is base ** (head_dim / (head_dim - 2)): the exponent is divided by "
             "head_dim - 2 instead of head_dim (or an NTK base change was applied).",
-            " 그것은 base ** (head_dim / (head_dim - 2))이다: 지수를 head_dim이 아니라 "
+            " 그것은 base ** (head_dim / (head_dim - 2))이다. 지수를 head_dim이 아니라 "
             "head_dim - 2로 나눴다(또는 NTK base 변경을 적용했다).",
         )
     if math.isclose(found, base * base, rel_tol=1e-3):
         return say(
             " That is base ** 2: the 2 of 2i was applied to the channel index 2i "
             "(base ** (-2j / head_dim) with j = 2i).",
-            " 그것은 base ** 2이다: 2i의 2를 채널 번호 2i에 적용했다"
+            " 그것은 base ** 2이다. 2i의 2를 채널 번호 2i에 적용했다"
             "(j = 2i로 둔 base ** (-2j / head_dim)).",
         )
     return ""

@@ -38,7 +38,7 @@ _EXCEPTION = MISTAKES.declare(
     "fix that error first (the traceback above this one shows where it happened); build must "
     "accept any int k, negative and 0 included, and any even d_model.",
     ko=(
-        "{call}이(가) {error_type}을(를) 일으켰다: {error}.",
+        "{call:이} {error_type:을} 일으켰다. 오류 내용: {error}",
         "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). build는 음수와 0을 포함한 모든 int k와 모든 짝수 d_model을 받아야 한다.",
     ),
 )
@@ -48,8 +48,8 @@ _WRONG_TYPE = MISTAKES.declare(
     "return a real numpy array or torch tensor of shape (d_model, d_model), float64 is best "
     "(np.array(...) turns nested lists into one).",
     ko=(
-        "build({k}, {d_model})가 {what}을(를) 반환했다.",
-        "모양이 (d_model, d_model)인 실수 numpy 배열이나 torch 텐서를 반환하라. float64가 가장 좋다(np.array(...)가 중첩 리스트를 배열 하나로 바꿔 준다).",
+        "build({k}, {d_model})가 {what:을} 반환했다.",
+        "shape이 (d_model, d_model)인 실수 numpy 배열이나 torch 텐서를 반환하라. float64가 가장 좋다(np.array(...)가 중첩 리스트를 배열 하나로 바꿔 준다).",
     ),
 )
 _WRONG_SHAPE = MISTAKES.declare(
@@ -58,7 +58,7 @@ _WRONG_SHAPE = MISTAKES.declare(
     "return the full (d_model, d_model) = ({d_model}, {d_model}) matrix, block-diagonal with "
     "one 2x2 rotation per sine/cosine pair.",
     ko=(
-        "build가 모양 {shape}을(를) 반환했다.",
+        "build가 shape {shape:을} 반환했다.",
         "사인/코사인 쌍마다 2x2 회전 하나를 둔 블록 대각 행렬, 즉 (d_model, d_model) = ({d_model}, {d_model}) 행렬 전체를 반환하라.",
     ),
 )
@@ -80,7 +80,7 @@ _TRANSPOSED = MISTAKES.declare(
     "sin(kw) cos(pos w) fills the sine row; check with PE(pos+k) = M_k @ PE(pos), PE(pos) a "
     "column vector.",
     ko=(
-        "행렬이 M_k의 전치이며, 이것은 M_(-k)이기도 하다: -k만큼 민다. 2x2 블록이 전치되었거나, 두 사인의 부호가 모두 틀렸거나, k가 -k로 들어갔다.",
+        "행렬이 M_k의 전치이며, 이것은 M_(-k)이기도 하다. -k만큼 민다. 2x2 블록이 전치되었거나, 두 사인의 부호가 모두 틀렸거나, k가 -k로 들어갔다.",
         f"각 블록은 {_ROTATION}이어야 sin((pos+k)w) = cos(kw) sin(pos w) + sin(kw) cos(pos w)가 사인 행을 채운다. PE(pos)를 열 벡터로 두고 PE(pos+k) = M_k @ PE(pos)로 확인하라.",
     ),
 )
@@ -89,7 +89,7 @@ _NEGATED = MISTAKES.declare(
     "your matrix is -M_k (or -M_k transposed): every entry has the wrong sign.",
     f"each block must be {_ROTATION}; M_0 is the identity.",
     ko=(
-        "행렬이 -M_k(또는 -M_k의 전치)이다: 모든 성분의 부호가 틀렸다.",
+        "행렬이 -M_k(또는 -M_k의 전치)이다. 모든 성분의 부호가 틀렸다.",
         f"각 블록은 {_ROTATION}이어야 한다. M_0은 단위 행렬이다.",
     ),
 )
@@ -100,7 +100,7 @@ _SAME_SIGN = MISTAKES.declare(
     "angle-addition formulas).",
     ko=(
         "각 2x2 블록의 두 사인이 같은 부호라서 블록이 회전이 아니다.",
-        f"사인 행에는 +sin(k*w_i), 코사인 행에는 -sin(k*w_i)가 들어간다: {_ROTATION}(삼각함수의 덧셈 정리에서).",
+        f"사인 행에는 +sin(k*w_i), 코사인 행에는 -sin(k*w_i)가 들어간다. 즉 블록은 {_ROTATION}이다(삼각함수의 덧셈 정리).",
     ),
 )
 _LAYOUT = MISTAKES.declare(
@@ -109,8 +109,8 @@ _LAYOUT = MISTAKES.declare(
     "is interleaved: sine in column 2i, cosine in column 2i+1.",
     f"put the 2x2 block {_ROTATION} on rows and columns 2i, 2i+1.",
     ko=(
-        "행렬이 '절반' 배치(사인 전부, 그다음 코사인 전부)에 작용하지만, 여기서 PE는 교대 배치다: 열 2i에 사인, 열 2i+1에 코사인.",
-        f"2x2 블록 {_ROTATION}을 행과 열 2i, 2i+1에 두어라.",
+        "행렬이 '절반' 레이아웃(사인 전부, 그다음 코사인 전부)에 작용하지만, 여기서 PE는 교대 레이아웃(열 2i에 사인, 열 2i+1에 코사인)이다.",
+        f"행과 열 2i, 2i+1에 2x2 블록을 두어라: {_ROTATION}.",
     ),
 )
 _WRONG_ANGLES = MISTAKES.declare(
@@ -119,7 +119,7 @@ _WRONG_ANGLES = MISTAKES.declare(
     "{found} rad where k * w_{i} = {k} * {omega} is {wanted} rad (mod 2*pi).",
     "use w_i = base ** (-2i / d_model) and the angle k * w_i in block i.",
     ko=(
-        "행렬이 2x2 회전들로 이루어졌지만, 블록 {i}(행 {row}, {row_next})가 {found} rad만큼 회전한다. k * w_{i} = {k} * {omega}는 {wanted} rad이다(mod 2*pi).",
+        "행렬이 2x2 회전들로 이루어졌지만, 블록 {i}(행 {row}, {row_next})의 회전각이 {found} rad이다. 이 블록은 k * w_{i} = {k} * {omega} = {wanted} rad(mod 2*pi)만큼 회전해야 한다.",
         "w_i = base ** (-2i / d_model)로 두고 블록 i에서 각도 k * w_i를 써라.",
     ),
 )
@@ -128,7 +128,7 @@ _IDENTITY = MISTAKES.declare(
     "your matrix is the identity: it leaves PE(pos) where it is instead of moving it by k.",
     f"block i must be {_ROTATION}, which is the identity only for k = 0.",
     ko=(
-        "행렬이 단위 행렬이다: PE(pos)를 k만큼 옮기지 않고 제자리에 둔다.",
+        "행렬이 단위 행렬이다. PE(pos)를 k만큼 옮기지 않고 제자리에 둔다.",
         f"블록 i는 {_ROTATION}이어야 하며, 이것은 k = 0일 때만 단위 행렬이다.",
     ),
 )

@@ -48,6 +48,7 @@ from ._core import (
     as_float64,
     column_frequencies,
     fmt_base,
+    particle,
     reference,
     say,
 )
@@ -61,7 +62,7 @@ _SHAPE = MISTAKES.declare(
     "The table must be 2-D, shape (num_positions, d_model), got shape {shape}.",
     "{hint}",
     ko=(
-        "테이블은 모양이 (num_positions, d_model)인 2차원이어야 하는데, 모양이 {shape}이다.",
+        "테이블은 shape이 (num_positions, d_model)인 2차원이어야 하는데, shape이 {shape}이다.",
         "{hint}",
     ),
 )
@@ -69,7 +70,10 @@ _EMPTY = MISTAKES.declare(
     "shape",
     "The table is empty (shape {shape}).",
     "it needs at least one position and one dimension.",
-    ko=("테이블이 비어 있다(모양 {shape}).", "위치가 적어도 하나, 차원이 적어도 하나 있어야 한다."),
+    ko=(
+        "테이블이 비어 있다(shape {shape}).",
+        "위치가 적어도 하나, 차원이 적어도 하나 있어야 한다.",
+    ),
 )
 _NOT_FINITE = MISTAKES.declare(
     "not_finite",
@@ -80,7 +84,7 @@ _NOT_FINITE = MISTAKES.declare(
     "compute the frequencies as base ** (-2i / d_model) in float64 (or float32), then cast "
     "the finished table.",
     ko=(
-        "테이블에 NaN이나 무한대 값이 {count}개 있고, 첫 번째는 위치 {position}, 차원 {dim}({value})이다. 사인과 코사인은 [-1, 1] 안에 있다: 0으로 나누기나 오버플로를 찾아보라. 예를 들어 float16으로 계산한 base ** (2i / d)(float16의 최댓값은 65504다)나 0 * inf.",
+        "테이블에 NaN이나 무한대 값이 {count}개 있고, 첫 번째는 위치 {position}, 차원 {dim}({value})이다. 사인과 코사인은 [-1, 1] 안에 있다. 0으로 나누기나 오버플로를 찾아보라. 예를 들어 float16으로 계산한 base ** (2i / d)(float16의 최댓값은 65504다)나 0 * inf.",
         "주파수를 float64(또는 float32)에서 base ** (-2i / d_model)로 계산하고, 다 만든 테이블을 변환하라.",
     ),
 )
@@ -91,8 +95,8 @@ _TRANSPOSED = MISTAKES.declare(
     "return table.T, shape ({d_model}, {num_rows}), or build it with positions along the "
     "rows: angles = pos[:, None] * omega[None, :].",
     ko=(
-        "테이블이 전치되었다: 차원마다 행 하나, 위치마다 열 하나로, 모양이 (d_model, num_positions) = {shape}이다.",
-        "table.T(모양 ({d_model}, {num_rows}))를 반환하거나, 위치를 행 방향에 두고 만들어라: angles = pos[:, None] * omega[None, :].",
+        "테이블이 전치되었다. 차원마다 행 하나, 위치마다 열 하나로, shape이 (d_model, num_positions) = {shape}이다.",
+        "table.T(shape ({d_model}, {num_rows}))를 반환하거나, 위치를 행 방향에 두고 만들어라: angles = pos[:, None] * omega[None, :].",
     ),
 )
 _SWAPPED = MISTAKES.declare(
@@ -101,7 +105,7 @@ _SWAPPED = MISTAKES.declare(
     "put sin(pos * omega_i) in column 2i and cos(pos * omega_i) in column 2i+1 "
     "(pe[:, 0::2] = sin, pe[:, 1::2] = cos).",
     ko=(
-        "짝수 열에 코사인, 홀수 열에 사인이 있다: sin과 cos가 뒤바뀌었다.",
+        "짝수 열에 코사인, 홀수 열에 사인이 있다. 즉 sin과 cos가 뒤바뀌었다.",
         "열 2i에 sin(pos * omega_i), 열 2i+1에 cos(pos * omega_i)를 넣어라(pe[:, 0::2] = sin, pe[:, 1::2] = cos).",
     ),
 )
@@ -118,7 +122,7 @@ _SIN_THEN_COS = MISTAKES.declare(
     "The table is concatenated, all sines then all cosines (sin | cos), not interleaved.",
     _INTERLEAVE,
     ko=(
-        "테이블이 교대 배치가 아니라 사인 전부 다음에 코사인 전부를 이어 붙인 것이다(sin | cos).",
+        "테이블이 교대 레이아웃이 아니라 사인 전부 다음에 코사인 전부를 이어 붙인 것이다(sin | cos).",
         _INTERLEAVE_KO,
     ),
 )
@@ -127,7 +131,7 @@ _COS_THEN_SIN = MISTAKES.declare(
     "The table is concatenated, all cosines then all sines (cos | sin), not interleaved.",
     _INTERLEAVE,
     ko=(
-        "테이블이 교대 배치가 아니라 코사인 전부 다음에 사인 전부를 이어 붙인 것이다(cos | sin).",
+        "테이블이 교대 레이아웃이 아니라 코사인 전부 다음에 사인 전부를 이어 붙인 것이다(cos | sin).",
         _INTERLEAVE_KO,
     ),
 )
@@ -137,7 +141,7 @@ _TENSOR2TENSOR = MISTAKES.declare(
     "omega_i = base ** (-i / (d_model/2 - 1)).",
     _INTERLEAVE + " And use omega_i = base ** (-2i / d_model).",
     ko=(
-        "테이블이 tensor2tensor의 변형이다: 사인 다음에 코사인을 이어 붙였고, omega_i = base ** (-i / (d_model/2 - 1))이다.",
+        "테이블이 tensor2tensor의 변형이다. 사인 다음에 코사인을 이어 붙였고, omega_i = base ** (-i / (d_model/2 - 1))이다.",
         _INTERLEAVE_KO + " 그리고 omega_i = base ** (-2i / d_model)를 써라.",
     ),
 )
@@ -152,7 +156,7 @@ _ODD_D_MODEL = MISTAKES.declare(
     "i = 0 .. ceil(d_model/2) - 1, then pe[:, 0::2] = sin(pos * omega) and "
     "pe[:, 1::2] = cos(pos * omega[: d_model // 2]).",
     ko=(
-        "테이블을 d_model + 1 = {wide}개 열로 만들고 {d_model}개로 잘랐다: 주파수가 base ** (-2i / {d_model})가 아니라 base ** (-2i / {wide})이다. 홀수 d_model에는 여분의 열이 필요 없다: 공식이 ceil(d_model/2) = {pairs}개 주파수를 주고, 마지막 열은 마지막 주파수의 사인 sin(pos * base ** (-{last_exponent} / {d_model}))이다.",
+        "테이블을 d_model + 1 = {wide}개 열로 만들고 {d_model}개로 잘랐다. 주파수가 base ** (-2i / {d_model}) 대신 base ** (-2i / {wide})이다. 홀수 d_model에는 여분의 열이 필요 없다. 공식이 ceil(d_model/2) = {pairs}개 주파수를 주고, 마지막 열은 마지막 주파수의 사인 sin(pos * base ** (-{last_exponent} / {d_model}))이다.",
         "홀수 d_model 그대로 i = 0 .. ceil(d_model/2) - 1에 대해 omega_i = base ** (-2i / d_model)를 계산하고, pe[:, 0::2] = sin(pos * omega), pe[:, 1::2] = cos(pos * omega[: d_model // 2])로 채워라.",
     ),
 )
@@ -176,7 +180,7 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "misses its factor 2, so the wavelengths stop at 2*pi*sqrt(base).",
             _FIX_EXPONENT,
             ko=(
-                "주파수가 쌍 번호 i에 대한 base ** (-i / d_model)이다: 지수에 인수 2가 빠져서 파장이 2*pi*sqrt(base)에서 멈춘다.",
+                "주파수가 쌍 번호 i에 대한 base ** (-i / d_model)이다. 지수에 인수 2가 빠져서 파장이 2*pi*sqrt(base)에서 멈춘다.",
                 _FIX_EXPONENT_KO,
             ),
         ),
@@ -191,7 +195,7 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "2i+1 got base ** (-(2i+1) / d_model) instead of sharing the frequency of its sine.",
             _FIX_EXPONENT,
             ko=(
-                "열마다 자기 번호 j로 base ** (-j / d_model)를 썼다: 열 2i+1의 코사인이 사인과 주파수를 공유하지 않고 base ** (-(2i+1) / d_model)를 받았다.",
+                "열마다 자기 번호 j로 base ** (-j / d_model)를 썼다. 열 2i+1의 코사인이 사인과 주파수를 공유하지 않고 base ** (-(2i+1) / d_model)를 받았다.",
                 _FIX_EXPONENT_KO,
             ),
         ),
@@ -206,7 +210,7 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "d_model-1: the 2 of 2i was applied to an index that already counts columns.",
             _FIX_EXPONENT,
             ko=(
-                "주파수가 열 번호 j = 0 .. d_model-1에 대한 base ** (-2j / d_model)이다: 2i의 2를 이미 열을 세는 번호에 적용했다.",
+                "주파수가 열 번호 j = 0 .. d_model-1에 대한 base ** (-2j / d_model)이다. 2i의 2를 이미 열을 세는 번호에 적용했다.",
                 _FIX_EXPONENT_KO,
             ),
         ),
@@ -221,7 +225,7 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "2i already is that column, doubling it squares base.",
             _FIX_EXPONENT,
             ko=(
-                "주파수가 j = 2i(사인의 열)에 대한 base ** (-2j / d_model)이다: 2i가 이미 그 열이므로, 두 배로 하면 base가 제곱된다.",
+                "주파수가 j = 2i(사인의 열)에 대한 base ** (-2j / d_model)이다. 2i가 이미 그 열이므로, 두 배로 하면 base가 제곱된다.",
                 _FIX_EXPONENT_KO,
             ),
         ),
@@ -236,7 +240,7 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "the exponent has the wrong sign.",
             _FIX_EXPONENT,
             ko=(
-                "위치를 base ** (2i / d_model)로 나누지 않고 곱했다: 지수의 부호가 틀렸다.",
+                "위치를 base ** (2i / d_model)로 나누지 않고 곱했다. 지수의 부호가 틀렸다.",
                 _FIX_EXPONENT_KO,
             ),
         ),
@@ -251,7 +255,7 @@ _EXPONENTS: list[tuple[Mistake, float, int, float]] = [
             "columns 0 and 1 should have omega = 1.",
             _FIX_EXPONENT,
             ko=(
-                "base ** (-2i / d_model)에서 쌍 번호 i가 0이 아니라 1부터 시작한다: 열 0과 1의 omega는 1이어야 한다.",
+                "base ** (-2i / d_model)에서 쌍 번호 i가 0이 아니라 1부터 시작한다. 열 0과 1의 omega는 1이어야 한다.",
                 _FIX_EXPONENT_KO,
             ),
         ),
@@ -265,14 +269,14 @@ _FIX_DEGREES = (
     "without np.deg2rad, np.radians, np.degrees or math.radians."
 )
 _FIX_DEGREES_KO = (
-    "np.sin, math.sin, torch.sin은 라디안을 받는다: 각도 pos * omega_i를 np.deg2rad, "
+    "np.sin, math.sin, torch.sin은 라디안을 받는다. 각도 pos * omega_i를 np.deg2rad, "
     "np.radians, np.degrees, math.radians 없이 그대로 써라."
 )
 _RADIANS = MISTAKES.declare(
     "degrees",
     "The angles were treated as degrees: the table is sin(radians(pos * omega_i)).",
     _FIX_DEGREES,
-    ko=("각도를 도(degree)로 다뤘다: 테이블이 sin(radians(pos * omega_i))이다.", _FIX_DEGREES_KO),
+    ko=("각도를 도(degree)로 다뤘다. 테이블이 sin(radians(pos * omega_i))이다.", _FIX_DEGREES_KO),
 )
 _DEGREES = MISTAKES.declare(
     "degrees",
@@ -280,7 +284,7 @@ _DEGREES = MISTAKES.declare(
     "sin(degrees(pos * omega_i)).",
     _FIX_DEGREES,
     ko=(
-        "sin과 cos 전에 각도를 라디안에서 도로 바꿨다: 테이블이 sin(degrees(pos * omega_i))이다.",
+        "sin과 cos 전에 각도를 라디안에서 도로 바꿨다. 테이블이 sin(degrees(pos * omega_i))이다.",
         _FIX_DEGREES_KO,
     ),
 )
@@ -290,7 +294,7 @@ _TWO_PI = MISTAKES.declare(
     "(radians per position).",
     "drop the factor 2*pi: the angle is pos * omega_i.",
     ko=(
-        "각도가 2*pi * pos * omega_i이다: omega_i는 이미 각주파수(위치당 라디안)이다.",
+        "각도가 2*pi * pos * omega_i이다. omega_i는 이미 각주파수(위치당 라디안)이다.",
         "2*pi를 빼라: 각도는 pos * omega_i이다.",
     ),
 )
@@ -300,7 +304,7 @@ _OFFSET = MISTAKES.declare(
     "by {shift}.",
     "{how}",
     ko=(
-        "행이 위치 {wanted}, ...가 아니라 {found}, ...이다: 모든 위치가 {shift}만큼 어긋나 있다.",
+        "행이 위치 {wanted}, ...가 아니라 {found}, ...이다. 모든 위치가 {shift}만큼 어긋나 있다.",
         "{how}",
     ),
 )
@@ -309,7 +313,7 @@ _BASE = MISTAKES.declare(
     "The table uses base {used}, not the base {base} asked for.{note}",
     "use omega_i = {base} ** (-2i / d_model) (base={base}).",
     ko=(
-        "테이블이 요청한 base {base}가 아니라 base {used}를 쓴다.{note}",
+        "테이블이 요청한 base {base:가} 아니라 base {used:를} 쓴다.{note}",
         "omega_i = {base} ** (-2i / d_model)를 써라(base={base}).",
     ),
 )
@@ -318,7 +322,7 @@ _SCALED = MISTAKES.declare(
     "The angles are scaled by {scale}: the table is sin({scale} * pos * omega_i).",
     "the angle is pos * omega_i, without an extra factor.",
     ko=(
-        "각도가 {scale}배 되어 있다: 테이블이 sin({scale} * pos * omega_i)이다.",
+        "각도가 {scale}배 되어 있다. 테이블이 sin({scale} * pos * omega_i)이다.",
         "각도는 추가 인수 없이 pos * omega_i이다.",
     ),
 )
@@ -341,7 +345,7 @@ _PRECISION = MISTAKES.declare(
     "form the angles pos * omega_i in float64 (or float32) from integer positions, take sin "
     "and cos, and cast the table to the dtype you want once, at the end.",
     ko=(
-        "공식은 맞지만 값이 최대 {worst}만큼 어긋나, {dtype}으로의 반올림으로 설명되는 범위(여기서는 최대 {allowed})를 넘는다. {source}",
+        "공식은 맞지만 값이 최대 {worst}만큼 어긋나, {dtype:으로}의 반올림으로 설명되는 범위(여기서는 최대 {allowed})를 넘는다. {source}",
         "정수 위치로부터 각도 pos * omega_i를 float64(또는 float32)에서 만들고, sin과 cos를 구한 다음, 마지막에 한 번만 원하는 dtype으로 테이블을 변환하라.",
     ),
 )
@@ -354,7 +358,7 @@ _WRONG_VALUES = MISTAKES.declare(
     "PE(pos, 2i+1) = cos(pos * omega_i), omega_i = base ** (-2i / d_model), for example "
     "against pe_lib.sinusoidal_table(num_positions, d_model, base=base, offset=offset).",
     ko=(
-        "{total}개 값 가운데 {wrong}개가 틀렸고, 검사기가 아는 흔한 실수에 해당하지 않는다. 가장 큰 오차는 위치 {position}, 차원 {dim}에 있다: 기대값 {expected}, 실제값 {found}(차이 {difference}).{hints}",
+        "{total}개 값 가운데 {wrong}개가 틀렸고, 검사기가 아는 흔한 실수에 해당하지 않는다. 가장 큰 오차는 위치 {position}, 차원 {dim}에 있다(정답값 {expected}, 실제값 {found}, 차이 {difference}).{hints}",
         "테이블을 성분별로 PE(pos, 2i) = sin(pos * omega_i), PE(pos, 2i+1) = cos(pos * omega_i), omega_i = base ** (-2i / d_model)와 비교하라. 예를 들어 pe_lib.sinusoidal_table(num_positions, d_model, base=base, offset=offset)와 비교하면 된다.",
     ),
 )
@@ -369,7 +373,7 @@ _HALF_NOTE = (
 _ESTIMATE_NOTE = (
     "These numbers are estimated from the table's phases and match it only to about three "
     "digits: the rule that built it may differ in its details.",
-    "이 수들은 테이블의 위상에서 추정한 값이라 세 자리 정도까지만 맞는다: 테이블을 만든 규칙은 "
+    "이 수들은 테이블의 위상에서 추정한 값이라 세 자리 정도까지만 맞는다. 테이블을 만든 규칙은 "
     "세부에서 다를 수 있다.",
 )
 
@@ -535,7 +539,7 @@ def _offset_how(offset: int, offset_name: str) -> str:
     return say(
         f"row r is position {offset_name} + r: pos = np.arange({offset_name}, {offset_name} + "
         f"num_positions) with {offset_name}={offset}.",
-        f"행 r은 위치 {offset_name} + r이다: {offset_name}={offset}로 두고 "
+        f"행 r은 위치 {offset_name} + r이다. {particle(f'{offset_name}={offset}', '으로')} 두고 "
         f"pos = np.arange({offset_name}, {offset_name} + num_positions).",
     )
 
@@ -678,8 +682,9 @@ def _fit_candidate(
         found.append((_OFFSET, _offset_fields(offset, offset_name, fit.offset)))
     if not found:
         return None
-    what = " ".join(m.texts()[0].format(**f) for m, f in found)
-    hows = [m.texts()[1].format(**f) for m, f in found]
+    rendered = [m.render(**f) for m, f in found]
+    what = " ".join(what for what, _ in rendered)
+    hows = [how for _, how in rendered]
     how = " ".join([hows[0], *(h[0].upper() + h[1:] for h in hows[1:])])
     combined = Mistake(found[0][0].code, "{what}", "{how}", ko=("{what}", "{how}"))
     waves = _correct(d_model, fit.base, offset=fit.offset, scale=fit.scale)
@@ -693,12 +698,12 @@ def _shape_hint(shape: tuple[int, ...]) -> str:
     if len(shape) == 3 and shape[0] == 1:
         return say(
             "it has a leading batch axis of size 1: drop it with table[0] or table.squeeze(0).",
-            "앞에 크기 1인 배치 축이 있다: table[0]이나 table.squeeze(0)으로 없애라.",
+            "앞에 크기 1인 배치 축이 있다. table[0]이나 table.squeeze(0)으로 없애라.",
         )
     if len(shape) == 1:
         return say(
             "it is a single vector: build one row per position.",
-            "벡터 하나뿐이다: 위치마다 행 하나를 만들어라.",
+            "벡터 하나뿐이다. 위치마다 행 하나를 만들어라.",
         )
     return say(
         "build one row per position and one column per embedding dimension.",
@@ -838,7 +843,7 @@ def _diagnose(
     context = say(
         f"For a {dtype} table of shape {tuple(values.shape)} "
         f"(base={fmt_base(base)}, {offset_name}={offset}): ",
-        f"모양이 {tuple(values.shape)}인 {dtype} 테이블"
+        f"shape이 {tuple(values.shape)}인 {dtype} 테이블"
         f"(base={fmt_base(base)}, {offset_name}={offset}): ",
     )
     evidence = _evidence(values, expected, error, offset)
@@ -914,7 +919,7 @@ def _evidence(
         f"Largest difference from the correct table: position {pos}, dimension {dim}: "
         f"expected {want:.6f}, found {got:.6f}.",
         f"올바른 테이블과 가장 크게 다른 곳: 위치 {pos}, 차원 {dim}: "
-        f"기대값 {want:.6f}, 실제값 {got:.6f}.",
+        f"정답값 {want:.6f}, 실제값 {got:.6f}.",
     )
 
 
@@ -963,7 +968,7 @@ def _precision_source(
                 f"Errors of this size come from computing in {name} (machine epsilon "
                 f"{eps:.1e}): the angles pos * omega_i read back from the table are {name} "
                 f"numbers.",
-                f"이 크기의 오차는 {name}(기계 엡실론 {eps:.1e})로 계산해서 생긴다: "
+                f"이 크기의 오차는 {particle(name, '으로')} 계산해서 생긴다(기계 엡실론 {eps:.1e}). "
                 f"테이블에서 읽어 낸 각도 pos * omega_i가 {name} 수이다.",
             )
     per_eps = float((error / (1.0 + ulps * angles.abs())).max())
@@ -971,7 +976,7 @@ def _precision_source(
         if per_eps <= eps:
             return say(
                 f"Errors of this size come from computing in {name} (machine epsilon {eps:.1e}).",
-                f"이 크기의 오차는 {name}(기계 엡실론 {eps:.1e})로 계산해서 생긴다.",
+                f"이 크기의 오차는 {particle(name, '으로')} 계산해서 생긴다(기계 엡실론 {eps:.1e}).",
             )
     return say(
         "Errors of this size come from forming the angles in half precision.",
@@ -1013,7 +1018,7 @@ def _wrong_values_fields(
             say(
                 f"Positions up to {offset + first - 1} are right; "
                 f"position {offset + first} is not.",
-                f"위치 {offset + first - 1}까지는 맞고, 위치 {offset + first}는 틀렸다.",
+                f"위치 {offset + first - 1}까지는 맞고, 위치 {particle(offset + first, '은')} 틀렸다.",
             )
         )
     for fit in fits:

@@ -18,12 +18,14 @@ import pytest
 from babel.messages.catalog import Catalog, Message
 from babel.messages.pofile import read_po
 
-from tests.book_sources import ROOT, markdown_of
+from tests.book_sources import ROOT, markdown_of, titles
 
 LOCALE = ROOT / "locale" / "ko" / "LC_MESSAGES"
 GLOSSARY = ROOT / "locale" / "ko" / "glossary.tsv"
 ARTICLE = ROOT / "locale" / "ko" / "article-ko.txt"
-CATALOGUES = sorted(LOCALE.rglob("*.po"))
+CATALOGUES = sorted((LOCALE / "book").rglob("*.po"))
+#: The themes' words the Korean edition translates (tools and domains other than the pages).
+THEME_CATALOGUES = {"sphinx": "Color mode", "booktheme": "Live Code"}
 
 ARTICLE_ROLE = re.compile(r"\{article\}`([^`]*)`")
 # What a translation must carry over from its English unchanged: roles with their targets,
@@ -110,11 +112,23 @@ def article_text() -> str:
     return whitespace(ARTICLE.read_text(encoding="utf-8").replace("**", ""))
 
 
-def test_every_page_but_the_api_has_a_catalogue() -> None:
+def test_every_page_has_a_catalogue_and_the_api_s_holds_its_title_only() -> None:
     from tests.book_sources import GENERATED, toc_documents
 
-    expected = {doc for doc in toc_documents() if doc not in GENERATED}
-    assert {page(p) for p in CATALOGUES} == expected
+    assert {page(p) for p in CATALOGUES} == set(toc_documents())
+    for doc in GENERATED:  # generated from docstrings: English, but for its title
+        (title,) = [t.text for t in titles(doc) if t.level == 1]
+        assert [m.id for m in messages(LOCALE / f"{doc}.po")] == [title]
+
+
+@pytest.mark.parametrize(("domain", "example"), THEME_CATALOGUES.items())
+def test_the_themes_words_are_translated(domain: str, example: str) -> None:
+    """The theme's own words the Korean pages show ("Color mode", "Live Code"), from the
+    catalogues Sphinx (domain ``sphinx``) and the book's extension (``booktheme``) read."""
+    path = LOCALE / f"{domain}.po"
+    found = {m.id: m.string for m in messages(path)}
+    assert example in found
+    assert all(HANGUL.search(korean) for korean in found.values()), found
 
 
 @pytest.mark.parametrize("path", CATALOGUES, ids=page)
@@ -244,3 +258,88 @@ def test_article_terms_are_the_article_s() -> None:
         fields = line.split("\t")
         if len(fields) == 3 and fields[2] == "article":
             assert fields[1] in article, f"{fields[1]!r} is marked as the article's term"
+
+
+# Quotation marks around the article's words, and one term per idea --------------------------
+
+#: A quotation in the Korean running prose: “…” or ‘…’.
+KOREAN_QUOTE = re.compile(r"“[^”]*”|‘[^’]*’")
+
+
+def unquoted_article_roles(korean: str) -> list[str]:
+    """The article's words in ``korean`` that no quotation mark (“…” or ‘…’) encloses, where
+    the message is more than the quotation itself (a blockquote or a table cell that holds only
+    the article's words is quoted by its place on the page)."""
+    if not re.search(r"[\uac00-\ud7a3A-Za-z0-9]", ARTICLE_ROLE.sub("", korean)):
+        return []
+    spans = [m.span() for m in KOREAN_QUOTE.finditer(korean)]
+    return [
+        role.group()
+        for role in ARTICLE_ROLE.finditer(korean)
+        if not any(start < role.start() and role.end() < end for start, end in spans)
+    ]
+
+
+def test_the_quote_check_sees_an_unmarked_quote() -> None:
+    assert unquoted_article_roles("글은 {article}`최대 길이 제한`으로 적는다.")
+    assert not unquoted_article_roles("글은 “{article}`최대 길이 제한`”으로 적는다.")
+    assert not unquoted_article_roles("“$x${article}`는` $y${article}`의 변환이다.`”")
+    assert not unquoted_article_roles("{article}`학습 파라미터 없음`")  # a table cell
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=page)
+def test_article_quotes_in_running_prose_carry_quotation_marks(path: Path) -> None:
+    headings = {whitespace(t.text) for t in titles(page(path))}
+    for m in messages(path):
+        if not m.string or whitespace(m.id) in headings:  # a heading names the article's section
+            continue
+        unquoted = unquoted_article_roles(m.string)
+        assert not unquoted, f"{page(path)}: put “…” around {unquoted} in {m.string!r}"
+
+
+#: Words the Korean edition chose against, each with the glossary's term that replaces it: one
+#: term per idea (the article's own words, quoted or named as its titles, may differ).
+REJECTED = {
+    "홀드아웃": "떼어 둔",
+    "평가용 텍스트": "떼어 둔",
+    "학습에 쓰지 않은 텍스트": "떼어 둔",
+    r"(?<![\uac00-\ud7a3])폭(?!넓)": "너비",
+    "문맥": "컨텍스트",
+    r"찍힌|찍어 보|찍는 수(?!준)|찍는다|찍고": "출력",
+    "간직": "저장해 두",
+    r"\d\s+%": "a percentage written without a space (90%)",
+}
+
+
+def rejected_words(korean: str, article: str) -> list[str]:
+    """The rejected words of :data:`REJECTED` in ``korean``, outside the article's words."""
+    text = ARTICLE_ROLE.sub(" ", korean)
+    for emphasised in re.findall(r"\*([^*]+)\*", text):  # a title of the article's, named
+        if whitespace(emphasised) in article:
+            text = text.replace(emphasised, " ")
+    return [
+        f"{found.group()!r} ({term})"
+        for word, term in REJECTED.items()
+        for found in re.finditer(word, text)
+    ]
+
+
+def test_the_rejected_words_are_seen() -> None:
+    article = article_text()
+    assert rejected_words("홀드아웃 퍼플렉서티", article)
+    assert rejected_words("학생의 테이블은 폭이 384이고", article)
+    assert not rejected_words("진폭이 커지고 폭넓게 쓰인다", article)
+    assert rejected_words("위에 찍힌 대로", article) and not rejected_words(
+        "무작위로 찍는 수준", article
+    )
+    assert rejected_words("90 %를", article) and not rejected_words("90%를", article)
+    title = "*Transformer Encoder: 문맥을 이해하는 핵심 블록*"
+    assert whitespace(title.strip("*")) in article and not rejected_words(title, article)
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=page)
+def test_one_korean_term_per_idea(path: Path) -> None:
+    article = article_text()
+    for m in messages(path):
+        found = rejected_words(m.string or "", article)
+        assert not found, f"{page(path)}: {found} in {m.string!r}"

@@ -1096,7 +1096,9 @@ def test_every_header_button_shows_its_icon(browser_with_scrollbars, base_url, w
     finally:
         page_visit.close()
     names = " ".join(button["what"] for button in buttons)
-    assert "primary sidebar" in names and "Color mode" in names, f"header buttons: {names}"
+    # The theme switch's name in the edition's language (the Korean from locale/ko's sphinx.po).
+    color_mode = {"en": "Color mode", "ko": "색상 모드"}[_edition()]
+    assert "primary sidebar" in names and color_mode in names, f"header buttons: {names}"
     # The language switch is a word, the other edition's language, not an icon.
     switches = [button["label"] for button in buttons if button["label"] is not None]
     assert switches in (["한국어"], ["English"]), f"at {width} px, language switch: {switches}"
@@ -2202,3 +2204,72 @@ def test_chart_text_is_never_cut(browser, base_url, relpath: str, width: int) ->
 def test_no_request_failed_over_the_session() -> None:
     """Requests the browser makes on its own (favicon) get answers too; runs after the others."""
     assert not NOT_FOUND, f"paths the server could not serve: {sorted(set(NOT_FOUND))}"
+
+
+# --------------------------------------------------------------------------- the two editions
+
+# A chapter, and a section of it below the first screen, whose id both editions share.
+SWITCH_PAGE, SWITCH_SECTION = "book/10_inside_trained_models.html", "a-rotary-model-for-real"
+
+
+def _korean_built() -> None:
+    if HTML_DIR == KOREAN_DIR or not (KOREAN_DIR / SWITCH_PAGE).is_file():
+        _not_available(f"the English build with the Korean edition beside it ({KOREAN_DIR})")
+
+
+def _follow_switch(page) -> str:
+    """Click the language switch where the reader is (a dispatched click: Playwright's own
+    would first scroll the header's button into view, which a reader's click does not)."""
+    with page.expect_navigation(wait_until="load"):
+        page.locator(".pe-edition-switch").first.dispatch_event("click")
+    return page.url
+
+
+def test_language_switch_keeps_the_reader_s_place_both_ways(visit) -> None:
+    """From §10.2 of the English chapter (its address's #anchor) the switch opens §10.2 of the
+    Korean chapter, and the Korean page's switch comes back to it; a reader who scrolled to the
+    section without an anchor lands there too. Without script the link is the page itself."""
+    _korean_built()
+    english = visit(f"{SWITCH_PAGE}#{SWITCH_SECTION}")
+    page = english.page
+    href = page.locator(".pe-edition-switch").first.get_attribute("href") or ""
+    korean = _follow_switch(page)
+    assert korean.endswith(f"ko/{SWITCH_PAGE}#{SWITCH_SECTION}"), korean
+    assert page.evaluate("lang => document.documentElement.lang", None) == "ko"
+    assert page.locator(f"section#{SWITCH_SECTION}").count() == 1
+    back = _follow_switch(page)
+    assert back == english.url, back
+    # Scrolled there, no anchor in the address: the section being read is carried.
+    page.goto(english.url.split("#")[0], wait_until="load")
+    page.evaluate(
+        "id => window.scrollTo({behavior: 'instant', top: window.scrollY + 40"
+        " + document.getElementById(id).getBoundingClientRect().top})",
+        SWITCH_SECTION,
+    )
+    assert _follow_switch(page).endswith(f"ko/{SWITCH_PAGE}#{SWITCH_SECTION}")
+    # At the top of the page the switch opens the other page's top, as the plain link does.
+    page.goto(english.url.split("#")[0], wait_until="load")
+    assert "#" not in _follow_switch(page)
+    assert href.endswith(f"ko/{SWITCH_PAGE}"), f"the link without script: {href}"
+
+
+def test_korean_headings_keep_words_whole_and_captions_one_weight(visit) -> None:
+    """The Korean edition's headings break between words only (word-break: keep-all), and a
+    caption's Latin letters have the weight of its Hangul: the Korean font has one (400)."""
+    _korean_built()
+    korean = visit(f"ko/{SWITCH_PAGE}", viewport={"width": 400, "height": 800})
+    styles = korean.page.evaluate(
+        """() => ({
+            headings: [...document.querySelectorAll('article h1, article h2')]
+                .map(h => getComputedStyle(h).wordBreak),
+            captions: [...document.querySelectorAll('figure figcaption')]
+                .map(c => getComputedStyle(c).fontWeight),
+        })"""
+    )
+    assert styles["headings"] and set(styles["headings"]) == {"keep-all"}, styles
+    assert styles["captions"] and set(styles["captions"]) == {"400"}, styles
+    english = visit(SWITCH_PAGE)
+    english_breaks = english.page.evaluate(
+        "() => getComputedStyle(document.querySelector('article h1')).wordBreak"
+    )
+    assert english_breaks != "keep-all", "the English edition breaks as before"

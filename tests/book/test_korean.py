@@ -19,7 +19,7 @@ from babel.messages.pofile import read_po
 from bs4 import BeautifulSoup, Tag
 
 from tests.book.test_catalogues import ARTICLE_ROLE, LOCALE, article_text, whitespace
-from tests.book_sources import ROOT
+from tests.book_sources import GENERATED, ROOT
 
 pytestmark = pytest.mark.korean
 
@@ -45,9 +45,10 @@ def pages() -> list[str]:
     """The Korean edition's pages that translate an English one (every page but the API)."""
     if not KOREAN.is_dir():
         return []
-    return sorted(
-        p.relative_to(LOCALE).with_suffix(".html").as_posix() for p in LOCALE.rglob("*.po")
-    )
+    # The pages' catalogues (not the themes' words beside them); the API page's holds its
+    # title alone.
+    documents = [p.relative_to(LOCALE).with_suffix("") for p in (LOCALE / "book").rglob("*.po")]
+    return sorted(f"{d.as_posix()}.html" for d in documents if d.as_posix() not in GENERATED)
 
 
 PAGES = pages() or ["<no Korean build>"]

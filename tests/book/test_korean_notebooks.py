@@ -291,3 +291,47 @@ def test_korean_pages_download_and_launch_korean_notebooks(chapter: Path) -> Non
     notebook = nbformat.reads(made.read_text(encoding="utf-8"), as_version=4)
     assert _share(notebook) >= MIN_HANGUL_SHARE
     assert any(_is_language_cell(c) for c in notebook.cells)
+
+
+def test_the_article_s_words_become_quotation_marks() -> None:
+    quoted = korean_notebooks.quoted
+    assert (
+        quoted("글은 “{article}`최대 길이 제한`”으로 적는다.")
+        == "글은 “최대 길이 제한”으로 적는다."
+    )
+    assert quoted("{article}`학습 파라미터 없음`") == "“학습 파라미터 없음”"  # a table cell
+    assert quoted("“$x${article}`는` $y${article}`의 변환.`”") == "“$x$는 $y$의 변환.”"
+    assert (
+        quoted("토큰 {article}`임베딩에 더하는 방법`", heading=True) == "토큰 임베딩에 더하는 방법"
+    )
+    catalogue = korean_notebooks.Catalogue(
+        Path("x.po"),
+        {"Title": "토큰 {article}`더하는 방법`", "It says so.": "글은 “{article}`가능`”이라 한다."},
+    )
+    assert korean_notebooks.translate_markdown("# Title\n\nIt says so.", catalogue, "test") == (
+        "# 토큰 더하는 방법\n\n글은 “가능”이라 한다."
+    )
+
+
+@pytest.mark.parametrize("name", [c.name for c in CHAPTERS])
+def test_no_role_shows_raw_and_every_quote_is_marked(name: str, pairs) -> None:
+    """In a notebook the role would show as code: none is left, and each of the article's
+    passages the chapter's catalogue quotes is in the notebook as plain words between quotation
+    marks (or in a heading or a blockquote line, which mark it themselves)."""
+    _, korean = pairs[name]
+    catalogue = korean_notebooks.Catalogue.read(korean_notebooks.LOCALE / f"{Path(name).stem}.po")
+    sources = "\n".join(c.source for c in korean.cells if c.cell_type == "markdown")
+    assert "{article}" not in sources, name
+    lines = sources.split("\n")
+    for msgstr in catalogue.messages.values():
+        for words in korean_notebooks.ARTICLE_ROLE.findall(msgstr):
+            marked = [
+                line
+                for line in lines
+                if words in line
+                and (
+                    line.lstrip().startswith(("#", ">"))
+                    or any(words in q for q in korean_notebooks.KOREAN_QUOTE.findall(line))
+                )
+            ]
+            assert marked, f"{name}: {words!r} is not in the notebook between quotation marks"

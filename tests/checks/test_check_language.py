@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from checker_failures import HANGUL, assert_korean
+from checker_failures import HANGUL, assert_korean, korean_style_problems
 from test_check_core import CATALOGUES
 
 import pe_lib.checks
@@ -18,7 +18,7 @@ from pe_lib.checks import (
     get_language,
     set_language,
 )
-from pe_lib.checks._core import FIX_LABEL, say
+from pe_lib.checks._core import FIX_LABEL, particle, say
 
 MISTAKES = [
     pytest.param(mistake, id=f"{catalogue.checker}-{mistake.code}-{index}")
@@ -138,3 +138,108 @@ def test_what_the_student_handed_in_is_named_in_the_language_but_argument_errors
     assert str(info.value) == "list 객체" and info.value.english == "a list"
     with pytest.raises(TypeError, match=r"got a list; wrap a list with np\.asarray"):
         check_sinusoidal_table([[0.0, 1.0]])
+
+
+# The Korean of the messages ------------------------------------------------------------------
+
+#: A substituted value followed by a particle that changes with it, written without a particle
+#: spec (``{call}이`` instead of ``{call:이}``): right for some values, wrong for others.
+_PARTICLE = "(?:으로|이라|이나|을|를|이|가|은|는|와|과|로)"
+BARE_PARTICLE = re.compile(
+    r"\{[^{}:]*(?::(?!" + _PARTICLE + r"\})[^{}]*)?\}" + _PARTICLE + r"(?![\uac00-\ud7a3])"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "form", "expected"),
+    [
+        ("dropout=0.1", "를", "dropout=0.1을"),  # 영 점 일: ㄹ
+        ("RuntimeError", "으로", "RuntimeError로"),  # 에러
+        ("ValueError", "이", "ValueError가"),
+        ("x", "을", "x를"),  # 엑스
+        ("L", "이", "L이"),  # 엘
+        ("r", "으로", "r로"),  # 알: ㄹ takes 로
+        ("10", "를", "10을"),  # 십
+        ("1000", "가", "1000이"),  # 천
+        ("2", "을", "2를"),  # 이
+        ("3", "로", "3으로"),  # 삼
+        ("7", "으로", "7로"),  # 칠: ㄹ
+        ("0.5", "이", "0.5가"),  # 영 점 오
+        ("float16", "로", "float16으로"),  # 육
+        ("bfloat16", "와", "bfloat16과"),
+        ("float32", "을", "float32를"),  # 이
+        ("(2, 3)", "을", "(2, 3)을"),  # 삼, the bracket not read
+        ("'half'", "을", "'half'를"),  # 하프
+        ("'interleaved'", "은", "'interleaved'는"),
+        ("모듈", "으로", "모듈로"),  # ㄹ
+        ("텐서", "을", "텐서를"),
+        ("테이블", "과", "테이블과"),
+        ("offset", "는", "offset은"),  # 오프셋
+        ("step", "가", "step이"),  # 스텝
+        ("layout", "를", "layout을"),  # 레이아웃
+        ("float", "이", "float가"),  # 플로트
+        ("table", "가", "table이"),  # 테이블
+        ("token", "를", "token을"),  # 토큰
+        ("shape", "가", "shape이"),  # as the article writes it
+        ("RoPE", "은", "RoPE는"),  # 로프
+        ("NaN", "가", "NaN이"),  # 난
+        ("self.pe", "를", "self.pe를"),  # 피이
+        ("DropoutNeverBuilt.__init__", "는", "DropoutNeverBuilt.__init__은"),  # 이닛
+        ("θ", "을", "θ를"),  # 세타
+    ],
+)
+def test_a_particle_fits_the_last_sound_of_what_it_follows(
+    value: str, form: str, expected: str
+) -> None:
+    assert particle(value, form) == expected
+    other = {"을": "를", "를": "을", "이": "가", "가": "이", "은": "는", "는": "은"}.get(form)
+    if other:  # either form of the pair names it
+        assert particle(value, other) == expected
+
+
+def test_a_bare_particle_after_a_field_is_seen() -> None:
+    assert BARE_PARTICLE.search("{call}이 실패했다")
+    assert BARE_PARTICLE.search("{value:.1f}로 높다")
+    assert not BARE_PARTICLE.search("{call:이} 실패했다")
+    assert not BARE_PARTICLE.search("{value}이다")
+
+
+def test_an_unknown_particle_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"form must be one of .* got '의'"):
+        particle("x", "의")
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_korean_templates_choose_their_particles_and_keep_the_books_words(
+    mistake: Mistake,
+) -> None:
+    assert mistake.ko is not None
+    for korean in mistake.ko:
+        assert not BARE_PARTICLE.search(korean), korean
+        assert not korean_style_problems(korean), (korean_style_problems(korean), korean)
+        for clash, word in (("평범한 RoPE", "기본 RoPE"), ("기대값", "정답값"), ("간직", "저장")):
+            assert clash not in korean, f"{clash} is {word} in the book: {korean}"
+        assert "모양" not in korean, f"the book keeps 'shape': {korean}"
+
+
+VALUES = ("dropout=0.1", "RuntimeError", "x", "10", "3", "float16", "'half'", "모듈", "(2, 3)")
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_every_korean_message_reads_right_whatever_is_filled_in(mistake: Mistake) -> None:
+    set_language("ko")
+    for value in VALUES:
+        message = mistake.explain(**dict.fromkeys(mistake.fields(), value))
+        assert not korean_style_problems(message), (korean_style_problems(message), message)
+
+
+def test_the_style_check_sees_each_fault() -> None:
+    assert korean_style_problems("dropout=0.1를 넘겨라.") == [
+        "'dropout=0.1를' should be 'dropout=0.1을'"
+    ]
+    assert korean_style_problems("RuntimeError으로 실패했다.")
+    assert korean_style_problems("{call}이(가) 값을(를) 반환했다.")
+    assert korean_style_problems("'절반' 배치의 회전이다.")
+    assert not korean_style_problems("앞에 크기 1인 배치 차원이 있어도 된다.")
+    assert korean_style_problems("짝수 열에 코사인이 있다: sin과 cos가 뒤바뀌었다.")
+    assert not korean_style_problems("짝수 열에 코사인이 있다. 즉 sin과 cos가 뒤바뀌었다.")

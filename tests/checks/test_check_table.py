@@ -426,7 +426,7 @@ def test_an_estimated_base_and_an_offset_are_named_in_one_message() -> None:
     with pytest.raises(CheckFailed) as korean:
         check_sinusoidal_table(table)
     assert korean.value.mistake == "base"
-    assert "base 2500를 쓴다" in str(korean.value) and "추정한 값" in str(korean.value)
+    assert "base 2500을 쓴다" in str(korean.value) and "추정한 값" in str(korean.value)
     assert "+3만큼 어긋나" in str(korean.value)
 
 

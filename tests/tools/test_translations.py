@@ -82,3 +82,31 @@ def test_exercise_and_solution_titles_translated(tmp_path: Path) -> None:
     assert "Count the pairs" not in html
     # The exercise's own title, and its solution's, which sphinx-exercise takes from its registry.
     assert html.count("쌍을 세어라") >= 2, html
+
+
+def test_the_themes_words_come_from_the_book_s_catalogues(tmp_path: Path) -> None:
+    """The Korean pages' "Color mode" (the theme's template, Sphinx's domain) and "Live Code"
+    (sphinx-book-theme's launch button, its own ``booktheme`` catalogue, whose Korean lacks it)
+    come from ``locale/ko/LC_MESSAGES``: Sphinx reads ``sphinx.po``, the book's extension
+    compiles and registers ``booktheme.po``."""
+    locale = Path(translations.__file__).parents[2] / "locale" / "ko" / "LC_MESSAGES"
+    extra = {
+        f"locale/ko/LC_MESSAGES/{name}.po": (locale / f"{name}.po").read_bytes()
+        for name in ("sphinx", "booktheme")
+    }
+    # What the theme's buttons would read, written down while the build's translators stand.
+    conf = KOREAN_CONF + (
+        'html_theme = "sphinx_book_theme"\n'
+        "def setup(app):\n"
+        "    def record(app, error):\n"
+        "        from sphinx.locale import get_translation\n"
+        "        words = get_translation('booktheme')\n"
+        "        with open(app.outdir / 'words.txt', 'w', encoding='utf-8') as f:\n"
+        "            f.write(words('Live Code') + '|' + words('previous page'))\n"
+        "    app.connect('build-finished', record)\n"
+    )
+    out = build_site(tmp_path, conf, {"index.rst": "제목\n====\n\n본문.\n"}, extra)
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert 'aria-label="색상 모드"' in page and "Color mode" not in page
+    # "previous page": the theme's own Korean still comes first
+    assert (out / "words.txt").read_text(encoding="utf-8") == "라이브 코드|이전 페이지"

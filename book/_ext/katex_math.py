@@ -58,9 +58,7 @@ function peRender(tex, display, macros) {
 """
 
 # amsmath's numbered environments, which KaTeX would number itself.
-AMSMATH_NUMBERED = re.compile(
-    r"\\(begin|end)\{(equation|align|alignat|gather|multline|flalign)\}"
-)
+AMSMATH_NUMBERED = re.compile(r"\\(begin|end)\{(equation|align|alignat|gather|multline|flalign)\}")
 
 
 class Renderer:
@@ -120,9 +118,7 @@ def display_tex(node: nodes.math_block) -> str:
     if node.get("nowrap"):
         return AMSMATH_NUMBERED.sub(lambda m: rf"\{m.group(1)}{{{m.group(2)}*}}", text)
     parts = [part for part in text.split("\n\n") if part.strip()]
-    lines = [
-        rf"\begin{{split}}{part}\end{{split}}" if r"\\" in part else part for part in parts
-    ]
+    lines = [rf"\begin{{split}}{part}\end{{split}}" if r"\\" in part else part for part in parts]
     if len(lines) == 1:
         return lines[0]
     return r"\begin{gathered}" + r"\\".join(lines) + r"\end{gathered}"
@@ -192,8 +188,9 @@ def cut_stylesheet(css: str, fonts: set[str]) -> str:
     def face(match: re.Match[str]) -> str:
         if match.group(1) not in fonts:
             return ""
-        return re.sub(r"src:[^;}]*", f"src:url(fonts/{match.group(1)}.woff2) format(\"woff2\")",
-                      match.group(0))
+        return re.sub(
+            r"src:[^;}]*", f'src:url(fonts/{match.group(1)}.woff2) format("woff2")', match.group(0)
+        )
 
     return FONT_FACE.sub(face, css)
 

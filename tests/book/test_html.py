@@ -328,7 +328,9 @@ def check_math(page, base_url: str) -> list[str]:
     if state["raw"]:
         problems.append(f"math: raw TeX in the text: {state['raw'][:5]}")
     if state["scripts"]:
-        problems.append(f"math: a page with formulas typeset loads a math script: {state['scripts']}")
+        problems.append(
+            f"math: a page with formulas typeset loads a math script: {state['scripts']}"
+        )
     if state["stylesheets"] != [base_url + "_static/katex/katex.min.css"]:
         problems.append(f"math: KaTeX's stylesheet not from this site's _static: {state}")
     page.evaluate("() => document.fonts.ready")

@@ -292,6 +292,41 @@ def test_formulas_are_there_and_fitted_at_load_with_no_idle_moment(visit) -> Non
     assert state["math"] > 50 and state["typeset"] == state["math"], state
 
 
+# A selection copied (document.execCommand('copy') fires the page's copy event): what the
+# clipboard gets, and each selected formula's TeX (KaTeX's MathML annotation).
+COPY = """(selector) => {
+    const element = document.querySelector(selector);
+    const range = document.createRange();
+    range.selectNodeContents(element);
+    const selection = getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    let text = null;
+    window.addEventListener('copy', (event) => {
+        text = event.clipboardData.getData('text/plain');
+    }, {once: true});
+    document.execCommand('copy');
+    return {text, tex: Array.from(element.querySelectorAll('annotation[encoding="application/x-tex"]'),
+                                  node => node.textContent)};
+}"""
+
+
+def test_a_copied_formula_is_its_tex(visit) -> None:
+    """Copying text with formulas gives each formula's TeX ($...$, $$...$$ for a display), not
+    KaTeX's glyphs, and no equation number."""
+    page = visit("book/02_sinusoidal_formula.html").page
+    page.evaluate(
+        "() => { const p = Array.from(document.querySelectorAll('article p'))"
+        ".find(p => p.querySelector('span.math')); p.id = 'pe-copy-inline'; }"
+    )
+    inline = page.evaluate(COPY, "#pe-copy-inline")
+    display = page.evaluate(COPY, "article div.math")
+    assert inline["tex"], "no inline formula selected (a vacuous check)"
+    for tex in inline["tex"]:
+        assert f"${tex}$" in inline["text"], inline
+    assert display["text"].strip() == f"$${display['tex'][0]}$$", display
+
+
 def _draw_figures(page) -> None:
     """Every explorable figure of the page drawn (``_static/pe-charts.js``), or failed."""
     page.evaluate("() => window.peCharts && peCharts.drawAll()")

@@ -3,7 +3,8 @@
 // with them, with no typesetter to wait for.
 //
 // Fitting: an equation wider than the text column is scaled down to fit, to no less than 70 % of
-// its size; one that is still too wide scrolls inside its box, marked with the class
+// its size (66 % for one that would otherwise scroll for a few pixels);
+// one that is still too wide scrolls inside its box, marked with the class
 // pe-math-scrolls (a visible scrollbar and a shadow at the edge, page.css), and is made a
 // focusable region named after its equation, so that a keyboard can scroll it too. Display
 // equations, and the rare inline formula longer than a line of a phone's column
@@ -19,6 +20,9 @@
 (function () {
   "use strict";
   const SMALLEST = 0.7;
+  // The smallest scale a formula that would otherwise scroll by a few pixels is given.
+  const NEARLY = 0.66;
+  const SPARE = 8;
   const DISPLAY = "article div.math > .katex-display";
   const INLINE = "article span.math > .katex";
   const TEX = 'annotation[encoding="application/x-tex"]';
@@ -47,6 +51,22 @@
     return `${name}, wider than the column: scroll sideways to read it whole`;
   }
 
+  // Scales a box to `scale`, and marks it as a scroll box when even the smallest scale is too
+  // wide (writes only).
+  function write(box, scale, scrolls) {
+    box.style.fontSize = `${Math.round(scale * 100)}%`;
+    if (scrolls && !box.classList.contains("pe-math-scrolls")) {
+      box.classList.add("pe-math-scrolls");
+      box.setAttribute("tabindex", "0");
+      box.setAttribute("role", "region");
+      box.setAttribute("aria-label", label(box));
+    }
+  }
+
+  // Every box is measured, then every box written: one layout for the page. A formula's width
+  // follows its font size but for a few pixels KaTeX sizes in pixels (the struts of its stacked
+  // boxes), which SPARE leaves room for; the widths read are whole pixels, and a box whose
+  // content overflows by a fraction of one would show a scrollbar.
   function fit() {
     const display = Array.from(document.querySelectorAll(DISPLAY));
     const inline = Array.from(document.querySelectorAll(INLINE));
@@ -55,15 +75,12 @@
     const sizes = display.map((box) => measure(box, false))
       .concat(inline.map((box) => measure(box, true)));
     for (const { box, available, needed } of sizes) {
-      if (available === 0 || needed <= available + 1) continue;
-      const scale = Math.max(SMALLEST, Math.floor((available / needed) * 100) / 100);
-      box.style.fontSize = `${(scale * 100).toFixed(0)}%`;
-      if (needed * scale > available + 1) {
-        box.classList.add("pe-math-scrolls");
-        box.setAttribute("tabindex", "0");
-        box.setAttribute("role", "region");
-        box.setAttribute("aria-label", label(box));
-      }
+      if (available === 0 || needed < available) continue;
+      let scale = Math.floor(((available - SPARE) / needed) * 100) / 100;
+      // A formula a few per cent too wide at the smallest size goes a little smaller rather than
+      // scroll for a few pixels.
+      if (scale < NEARLY) scale = SMALLEST;
+      write(box, Math.min(scale, 1), scale === SMALLEST && needed * scale > available - SPARE);
     }
     document.documentElement.dataset.peMathFitted = "true";
   }

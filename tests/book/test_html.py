@@ -344,7 +344,7 @@ MATH_STATE = """() => ({
         .filter(text => /\\\\[([]|[$][$]/.test(text)).map(text => text.slice(0, 60)),
     scripts: Array.from(document.scripts, s => s.src).filter(s => /mathjax|katex/i.test(s)),
     stylesheets: Array.from(document.styleSheets, s => s.href || '')
-        .filter(href => /katex/i.test(href)),
+        .filter(href => /katex/i.test(href)).map(href => href.split('?')[0]),
 })"""
 
 

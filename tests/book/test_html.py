@@ -342,6 +342,8 @@ MATH_STATE = """() => ({
     raw: Array.from(document.querySelectorAll('article p, article li, article dd, article td'))
         .map(el => el.innerText)
         .filter(text => /\\\\[([]|[$][$]/.test(text)).map(text => text.slice(0, 60)),
+    backslashes: Array.from(document.querySelectorAll('.katex-html'), el => el.textContent)
+        .filter(text => text.includes('\\\\')).map(text => text.slice(0, 60)),
     scripts: Array.from(document.scripts, s => s.src).filter(s => /mathjax|katex/i.test(s)),
     stylesheets: Array.from(document.styleSheets, s => s.href || '')
         .filter(href => /katex/i.test(href)).map(href => href.split('?')[0]),
@@ -362,6 +364,8 @@ def check_math(page, base_url: str) -> list[str]:
         problems.append(f"math: KaTeX could not typeset {state['errors']}")
     if state["raw"]:
         problems.append(f"math: raw TeX in the text: {state['raw'][:5]}")
+    if state["backslashes"]:
+        problems.append(f"math: a TeX backslash shown in a formula: {state['backslashes'][:5]}")
     if state["scripts"]:
         problems.append(
             f"math: a page with formulas typeset loads a math script: {state['scripts']}"

@@ -120,6 +120,16 @@ def test_the_stylesheet_and_only_the_used_fonts_are_served(site) -> None:
     assert not link.select('link[href*="katex.min.css"]')  # page_assets.py is not loaded here
 
 
+def test_the_page_preloads_the_fonts_its_formulas_use(site) -> None:
+    page = BeautifulSoup((site / "index.html").read_text(encoding="utf-8"), "html.parser")
+    preloads = {link["href"] for link in page.select('link[rel="preload"][as="font"]')}
+    assert preloads == {
+        "_static/katex/fonts/KaTeX_Main-Regular.woff2",
+        "_static/katex/fonts/KaTeX_Math-Italic.woff2",
+    }
+    assert all((site / href).is_file() for href in preloads)
+
+
 def test_a_formula_katex_cannot_render_fails_the_build_at_its_line(tmp_path) -> None:
     source = tmp_path / "src"
     source.mkdir()

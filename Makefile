@@ -25,6 +25,9 @@ VEGA := book/_static/vega/vega.min.js book/_static/vega/vega-embed.min.js
 # Font Awesome's icons as SVG files (the release the theme bundles), from which the build writes
 # the pages' icon script (book/_ext/site_assets.py), fetched the same way.
 ICONS := book/_ext/fontawesome/VERSION
+# KaTeX, which typesets the formulas while the book is built (book/_ext/katex_math.py runs its
+# JavaScript in Python, in the pinned mini-racer), fetched the same way.
+KATEX := book/_ext/katex/VERSION
 # axe-core, the accessibility engine the browser test runs on every page, fetched the same way.
 AXE := tests/book/axe-core/axe.min.js
 
@@ -89,7 +92,7 @@ book: book-en book-ko
 BOOK_SOURCES = $(shell find book -type f -not -path '*/__pycache__/*' -not -name '*.pyc') \
 	_config.yml _toc.yml $(LIBRARY) requirements.txt
 book-en: $(BUILT_STAMP)
-$(BUILT_STAMP): $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS) \
+$(BUILT_STAMP): $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS) $(KATEX) \
 		$(BOOK_SOURCES) | weights
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS) $(REBUILD_ALL)
 	touch $@
@@ -97,7 +100,7 @@ $(BUILT_STAMP): $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 ## check: the quick loop: ruff, mypy --strict, the library, checker, tool and book tests, nbval.
 # Two at a time, one per core (the chapters' kernels and the unit tests are mostly one thread
 # each); each part's output is printed whole when it ends.
-check: $(STAMP) weights $(VEGA) $(ICONS)
+check: $(STAMP) weights $(VEGA) $(ICONS) $(KATEX)
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint unit nbval
 
 ## test: everything: `make check`, the integration tests, chapter 9 on other seeds, the
@@ -113,7 +116,7 @@ TEST_STAGES := check book binder-test other-seeds editions-test integration kore
 .PHONY: $(TEST_STAGES:%=stage-%)
 test: $(STAMP)
 	@mkdir -p _build && : > _build/test-times.txt
-	$(MAKE) --no-print-directory weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS) $(AXE)
+	$(MAKE) --no-print-directory weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS) $(KATEX) $(AXE)
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_STAGES:%=stage-%)
 	@cat _build/test-times.txt
 # Three lines: under `make -n` only the one that runs $(MAKE) is run (as a dry run itself), so a
@@ -138,7 +141,7 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict pe_lib
 
 ## unit: the library, checker and book tests (tests/lib, tests/checks, tests/book), no browser.
-unit: $(STAMP) weights $(VEGA) $(ICONS)
+unit: $(STAMP) weights $(VEGA) $(ICONS) $(KATEX)
 	$(BIN)/python -m pytest tests -m "not html and not binder and not editions and not korean and not other_seeds and not integration"
 
 ## integration: the tests that install pe_lib (wheel, git URL), start a kernel or load a real model.
@@ -191,7 +194,7 @@ PRINT_STUDENT_PDF = $(BIN)/python tools/print_pdf.py $(STUDENT)/src $(STUDENT)/h
 	$(STUDENT)/pdf/book.pdf --edition "The student edition: every exercise, no solutions"
 ## student: the student edition, every exercise and no solution: _build/student/html,
 ## _build/student/pdf/book.pdf and the notebooks in _build/student/notebooks.
-student: $(STAMP) weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS)
+student: $(STAMP) weights $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA) $(ICONS) $(KATEX)
 	$(STUDENT_SOURCES)
 	$(STUDENT_HTML)
 	$(PRINT_STUDENT_PDF)
@@ -294,10 +297,13 @@ $(VEGA): tools/fetch_vega.py tools/npm_tarball.py pe_lib/charts.py
 $(ICONS): tools/fetch_icons.py tools/npm_tarball.py
 	$(PYTHON) tools/fetch_icons.py
 
+$(KATEX): tools/fetch_katex.py tools/npm_tarball.py
+	$(PYTHON) tools/fetch_katex.py
+
 $(AXE): tools/fetch_axe.py tools/npm_tarball.py
 	$(PYTHON) tools/fetch_axe.py
 
 ## clean: remove the built book, the execution cache and every file the fetch tools wrote.
 clean:
 	rm -rf _build .jupyter_cache book/_static/jupyter-widgets book/_static/fonts book/_static/vega \
-		book/_ext/fontawesome tests/book/axe-core
+		book/_ext/fontawesome book/_ext/katex tests/book/axe-core

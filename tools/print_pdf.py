@@ -11,11 +11,12 @@ build before printing is ``tools/book_pages.py``; what is appended to it after i
 
 - the site is served from a local HTTP server and its pages opened in Debian's Chromium through
   Playwright, with every request to another host blocked, so the PDF is made offline from the
-  book's own ``_static`` (MathJax, the Vega bundle, the Korean web font);
+  book's own ``_static`` (KaTeX's stylesheet and fonts, the Vega bundle, the Korean web font);
 - each document is opened in a browser tab and everything the page draws after it loads is
-  drawn: a reader's page typesets each formula and draws each explorable figure only as it nears
-  the screen, so the printer asks for them all, every formula typeset and fitted
-  (``peMath.typesetAll()``, ``_static/pe-math.js``) and every figure drawn
+  drawn: the formulas are typeset when the book is built (KaTeX's HTML, printed as text), so there
+  is nothing to wait for but a check that each one is there; a reader's page draws each
+  explorable figure only as it nears the screen, so the printer asks for them all, every figure
+  drawn
   (``peCharts.drawAll()``, ``_static/pe-charts.js``; each ``div.pe-chart`` gets
   ``data-pe-chart-state``), then waits for the web fonts. Then it is prepared
   for paper: solutions open, each explorable figure with a line naming the settings it is printed
@@ -24,7 +25,7 @@ build before printing is ``tools/book_pages.py``; what is appended to it after i
 - the first document's page becomes the book: its article holds the front matter (a title page,
   then the contents, every chapter and section with the page it starts on and a link to it) and
   every document's article in turn, each starting a page; it gets every stylesheet and style the
-  documents had (MathJax's, vega-embed's, the Korean web font's) and ``print.css``;
+  documents had (KaTeX's, vega-embed's, the Korean web font's) and ``print.css``;
 - it is printed twice: the first print tells on which page each heading lands (the named
   destination Chromium writes for each heading the contents link to) and how many pages the
   front matter takes; the second prints the contents with those numbers and the footers (the
@@ -71,9 +72,7 @@ CHROMIUM_FLAGS = [
 ]
 # A page must load, and what is drawn after it loads be drawn, within this time (s).
 DRAW_TIMEOUT_S = 180
-# Loads of a page whose drawing does not finish in time, before the printer gives up. (A page's
-# formulas once waited minutes for an idle moment the browser never gave one of the tabs;
-# pe-math.js now waits a second at most.)
+# Loads of a page whose drawing does not finish in time, before the printer gives up.
 DRAW_TRIES = 2
 
 # One print of the whole book must finish within this time (s).
@@ -201,16 +200,11 @@ WAIT_FOR_DRAWING = r"""async () => {
     const problems = [];
     const math = document.querySelectorAll('div.math, span.math').length;
     if (math) {
-        if (window.peMath) {
-            await peMath.typesetAll();
-        } else {
-            problems.push(`${math} formulas, but no _static/pe-math.js to typeset them`);
-        }
-        const waiting = document.querySelectorAll('mjx-lazy').length;
-        if (waiting) problems.push(`${waiting} formulas not typeset`);
         const typeset = document.querySelectorAll(
-            'div.math mjx-container[jax], span.math mjx-container[jax]').length;
+            'div.math .katex-html, span.math .katex-html').length;
         if (typeset < math) problems.push(`${typeset} of ${math} formulas typeset`);
+        const errors = document.querySelectorAll('.pe-math-error, .katex-error').length;
+        if (errors) problems.push(`${errors} formulas KaTeX could not typeset`);
     }
     const figures = Array.from(document.querySelectorAll('div.pe-chart'));
     if (figures.length) {

@@ -1,19 +1,24 @@
 #!/bin/sh
-# Lighthouse's mobile audit of the introduction and chapters 7 and 8, the built book served
+# Lighthouse's mobile audit of the introduction and every chapter page, the built book served
 # gzipped (serve_gzipped.py), with Debian's Chromium. Usage, from the repository's root:
 #   benchmarks/lighthouse/run.sh _build/html OUT_PREFIX [RUNS]
-# Lighthouse comes from npm (npx lighthouse@12.2.3); CHROME_PATH names the browser, so that it
-# never downloads one; PORT the local port it serves on (8701). Writes
-# OUT_PREFIX-<page>-<run>.json.
+# Lighthouse comes from npm (npx lighthouse@12.2.3), or is the command LIGHTHOUSE names (one
+# installed in a folder outside the repository: LIGHTHOUSE=/tmp/lh/node_modules/.bin/lighthouse);
+# CHROME_PATH names the browser, so that it never downloads one; PORT the local port it serves on
+# (8701); PAGES the pages, without .html (the introduction and every chapter). Runs are taken
+# round-robin (run 1 of every page, then run 2, ...), so that a change in the machine's load falls
+# on every page alike. Writes OUT_PREFIX-<page>-<run>.json.
 set -eu
 html=$1; out=$2; runs=${3:-3}; port=${PORT:-8701}
 python3 "$(dirname "$0")/serve_gzipped.py" "$html" "$port" &
 server=$!
 trap 'kill $server' EXIT
 sleep 1
-for page in book/intro book/07_rope_alibi book/08_stretching_rope; do
-  for run in $(seq "$runs"); do
-    CHROME_PATH=${CHROME_PATH:-/usr/bin/chromium} npx --yes lighthouse@12.2.3 \
+pages=${PAGES:-"book/intro $(cd "$html" && ls book/[0-9]*.html | sed 's/\.html$//')"}
+lighthouse=${LIGHTHOUSE:-"npx --yes lighthouse@12.2.3"}
+for run in $(seq "$runs"); do
+  for page in $pages; do
+    CHROME_PATH=${CHROME_PATH:-/usr/bin/chromium} $lighthouse \
       "http://127.0.0.1:$port/$page.html" --quiet --form-factor=mobile \
       --only-categories=performance,accessibility,best-practices,seo \
       --chrome-flags="--headless=new --no-sandbox" \

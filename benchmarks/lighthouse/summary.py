@@ -15,7 +15,12 @@ from collections import defaultdict
 from pathlib import Path
 
 CATEGORIES = ["performance", "accessibility", "best-practices", "seo"]
-PAGES = {"intro": "intro", "07_rope_alibi": "chapter 7", "08_stretching_rope": "chapter 8"}
+
+
+def name(page: str) -> str:
+    """``07_rope_alibi`` is chapter 7; other pages keep their name."""
+    number = page.split("_", 1)[0]
+    return f"chapter {int(number)}" if number.isdigit() else page
 
 
 def main() -> None:
@@ -27,10 +32,8 @@ def main() -> None:
             runs[page].append(json.loads(path.read_text(encoding="utf-8")))
     print("| page | runs | performance | accessibility | best practices | SEO | LCP | TBT |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for page, name in PAGES.items():
-        reports = runs.get(page, [])
-        if not reports:
-            continue
+    for page in sorted(runs, key=lambda p: (p[0].isdigit(), p)):
+        reports = runs[page]
         scores = [
             statistics.median(round(r["categories"][c]["score"] * 100) for r in reports)
             for c in CATEGORIES
@@ -42,7 +45,7 @@ def main() -> None:
         performance = sorted(round(r["categories"]["performance"]["score"] * 100) for r in reports)
         cells = [f"{s:g}" for s in scores] + [f"{lcp / 1000:.1f} s", f"{tbt / 1000:.2f} s"]
         print(
-            f"| {name} | {len(reports)} ({', '.join(map(str, performance))}) | "
+            f"| {name(page)} | {len(reports)} ({', '.join(map(str, performance))}) | "
             + " | ".join(cells)
             + " |"
         )

@@ -3,7 +3,8 @@
 What a page uses is read from its doctree, which Sphinx's ``html-page-context`` event passes with
 the page's context:
 
-- the book's ``pe-math.js``: math; ``pe-charts.js``: an explorable figure or a cell's output
+- math: KaTeX's stylesheet (``katex/katex.min.css``, written by ``katex_math.py``) and the
+  book's ``pe-math.js`` (fits wide equations, copies a formula as its TeX); ``pe-charts.js``: an explorable figure or a cell's output
   image;
 - the Korean web font (``fonts/noto-sans-kr.css``, 40 KB of ``@font-face`` rules, and
   ``hangul.css``): Hangul in the page (its text, its title, the book's title or the language
@@ -32,8 +33,8 @@ their users (``THIRD_PARTY``):
 
 ``tests/tools/test_page_assets.py`` builds small pages with those extensions and fails, naming
 the extension, when one no longer registers a file of that name. Sphinx's search scripts and
-index, which the theme adds to every page, are left out by the book's layout template; MathJax
-is added by Sphinx to pages with math only. The browser test (``test_first_visit_weight``)
+index, which the theme adds to every page, are left out by the book's layout template; formulas
+are typeset at build time (``katex_math.py``), so no page loads a math typesetter. The browser test (``test_first_visit_weight``)
 checks in the built pages that each file is loaded exactly where its users are.
 """
 
@@ -118,6 +119,7 @@ def _search(page: Page) -> bool:
 OWN: list[tuple[str, int, Callable[[Page], bool]]] = [
     ("pe-charts.js", CONFIGURED, _charts),
     ("pe-math.js", CONFIGURED, _math),
+    ("katex/katex.min.css", CONFIGURED - 1, _math),
     ("fonts/noto-sans-kr.css", CONFIGURED - 1, _hangul),
     ("hangul.css", CONFIGURED - 1, _hangul),
     ("pe-search.js", 500, _search),

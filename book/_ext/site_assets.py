@@ -1,10 +1,4 @@
-"""Ship only the files pages load: a MathJax subset and the theme's icons as a small script.
-
-MathJax: the pinned ``sphinx-mathjax-offline`` package holds the whole MathJax 3 distribution
-(24 MB); pages load one component (``tex-chtml.js``, TeX input and CommonHTML output with the
-menu and the assistive MathML built in) and the CommonHTML fonts, and the lazy-typesetting
-extension (``ui/lazy``: each formula typeset as it nears the screen). This copies those, and the
-licence, into ``_static/mathjax``.
+"""Ship only the files pages load: the theme's icons as a small script, icon fonts cut down.
 
 Icons: the theme's ``scripts/fontawesome.js`` (1.5 MB) holds every Font Awesome icon and turns
 each ``<i class="fa-...">`` or ``<span class="fa-...">`` into an inline SVG that keeps the
@@ -35,46 +29,10 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-# The components of MathJax's tex-chtml.js without its context menu (426 KB of the 1.16 MB file;
-# the assistive MathML for screen readers stays): startup.js loads them from this list, and the
-# TeX extensions a page needs beyond these on demand (autoload). And MathJax's lazy typesetting
-# (ui/lazy, MathJax 3.2): a formula is typeset when it comes within MATHJAX_LAZY_MARGIN of the
-# screen, not all of a chapter's formulas as the page loads (CommonHTML inserts and measures
-# each one: seconds of layout work on a phone). What needs every formula asks for them all:
-# _static/pe-math.js's peMath.typesetAll() (the PDF printer, the browser tests), and MathJax
-# itself before the browser prints.
-MATHJAX_ENTRY = "startup.js"
-MATHJAX_COMPONENTS = [
-    "core",
-    "input/tex-base",
-    "[tex]/ams",
-    "[tex]/newcommand",
-    "[tex]/configmacros",
-    "[tex]/require",
-    "[tex]/autoload",
-    "output/chtml",
-    "a11y/assistive-mml",
-    "ui/lazy",
-]
-# How far outside the screen (above and below) a formula is typeset: about a phone's screen, so
-# that reading or scrolling at a normal pace finds the formulas ahead already typeset.
-MATHJAX_LAZY_MARGIN = "800px 0px"
-MATHJAX_KEEP = (
-    MATHJAX_ENTRY,
-    "core.js",
-    "input/tex-base.js",
-    "input/tex/extensions",
-    "output/chtml.js",
-    "output/chtml/fonts/tex.js",
-    "output/chtml/fonts/woff-v2",
-    "a11y/assistive-mml.js",
-    "ui/lazy.js",
-)
 # Font Awesome's styles, by the class names that select them (fa-solid, or the older fas).
 PACKS = {"fa-solid": "solid", "fa-regular": "regular", "fa-brands": "brands"}
 OLD_PACKS = {"fas": "fa-solid", "far": "fa-regular", "fab": "fa-brands"}
@@ -244,57 +202,15 @@ def optimize_pngs(outdir: Path) -> None:
         path.write_bytes(data)
 
 
-def copy_mathjax(app: Any, outdir: Path) -> None:
-    import importlib.util
-
-    spec = importlib.util.find_spec("sphinx-mathjax-offline")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("the package sphinx-mathjax-offline (MathJax 3) is not installed")
-    source = Path(spec.origin).parent / "static" / "mathjax"
-    target = outdir / "_static" / "mathjax"
-    shutil.rmtree(target, ignore_errors=True)
-    for name in MATHJAX_KEEP:
-        if (source / name).is_dir():
-            shutil.copytree(source / name, target / name)
-        else:
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source / name, target / name)
-    for licence in source.glob("LICENSE*"):
-        shutil.copy2(licence, target / licence.name)
-
-
 def _finished(app: Any, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
-    copy_mathjax(app, outdir)
     subset_icons(outdir)
     subset_icon_fonts(outdir)
     optimize_pngs(outdir)
 
 
-def _loader(app: Any, config: Any) -> None:
-    """Tell MathJax's startup which components to load (what tex-chtml.js bundles, no menu, and
-    lazy typesetting) and how near the screen a formula is typeset."""
-    mathjax = dict(config.mathjax3_config or {})
-    loader = dict(mathjax.get("loader", {}))
-    loader["load"] = MATHJAX_COMPONENTS
-    mathjax["loader"] = loader
-    options = dict(mathjax.get("options", {}))
-    options.setdefault("lazyMargin", MATHJAX_LAZY_MARGIN)
-    mathjax["options"] = options
-    tex = dict(mathjax.get("tex", {}))
-    packages = tex.get("packages", {})
-    if isinstance(packages, dict) and "[-]" in packages:
-        # tex-chtml's default list, less what the configuration removes.
-        base = ["base", "ams", "newcommand", "configmacros", "require", "autoload", "noundefined"]
-        tex["packages"] = [name for name in base if name not in packages["[-]"]]
-    mathjax["tex"] = tex
-    config.mathjax3_config = mathjax
-
-
 def setup(app: Any) -> dict[str, Any]:
-    app.config.mathjax_path = f"mathjax/{MATHJAX_ENTRY}"
-    app.connect("config-inited", _loader, priority=900)
     app.connect("build-finished", _finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

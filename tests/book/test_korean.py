@@ -100,7 +100,7 @@ def test_code_cells_and_outputs_are_the_english_book_s(relpath: str) -> None:
 def prose_of(page: BeautifulSoup) -> str:
     """The text of the page's article outside code, outputs, math and citations."""
     body = article(page)
-    for selector in ("div.cell", "pre", "code", ".math", "mjx-container", "script", "style"):
+    for selector in ("div.cell", "pre", "code", ".math", ".katex", "script", "style"):
         for node in body.select(selector):
             node.decompose()
     return body.get_text(" ")

@@ -189,7 +189,7 @@ def test_no_text_outside_the_page(edition) -> None:
         for x0, y0, x1, y1, word in words:
             x0, y0, x1, y1 = map(float, (x0, y0, x1, y1))
             if all("\ue000" <= char <= "\uf8ff" for char in html.unescape(word)):
-                continue  # MathJax's stretched delimiter pieces: pdftotext reports no true box
+                continue  # stretched delimiter pieces (private-use glyphs): pdftotext reports no true box
             if not (x0 >= 0 and x1 <= width and y0 >= 0 and y1 <= height):
                 outside.append(f"page {number}: {word!r} at x {x0:.0f}..{x1:.0f}")
     assert not outside, f"{name}: text beyond the page box:\n" + "\n".join(outside[:40])

@@ -96,6 +96,7 @@ def test_another_extensions_file_only_where_used(files, name: str) -> None:
 USERS = {
     "pe-charts.js": set(),
     "pe-math.js": {"uses"},
+    "katex/katex.min.css": {"uses"},
     "fonts/noto-sans-kr.css": {"uses", "search"},
     "hangul.css": {"uses", "search"},
     "pe-search.js": {"search"},

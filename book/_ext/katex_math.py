@@ -1,0 +1,254 @@
+"""Formulas typeset when the book is built, by KaTeX, through Sphinx's math-renderer registry.
+
+KaTeX's own JavaScript (``book/_ext/katex/katex.min.js``, the pinned release that
+``tools/fetch_katex.py`` fetches and digest-checks) runs in Python inside an embedded V8
+(``mini-racer``): one context for the whole build, and each distinct formula (its TeX and
+whether it is displayed) is rendered once. A page carries each formula as KaTeX's HTML and a
+visually hidden MathML copy for screen readers (``htmlAndMathml``), whose TeX annotation is what
+copying a formula gives (``_static/pe-math.js``); it loads no math script to draw them.
+
+The renderer is registered with ``app.add_html_math_renderer`` and chosen with
+``html_math_renderer = "katex"``, so ``sphinx.ext.mathjax`` adds nothing to the pages. The
+markup follows Sphinx's own MathJax visitor: ``span.math`` for inline math, ``div.math`` with
+the equation's anchor for display math, and a numbered equation's ``span.eqno`` (with its
+permalink) before the formula, so ``math_numfig`` and ``{eq}`` references work unchanged.
+A display of several lines gets the alignment Sphinx gives it (``split`` when a part holds
+``\\``, one line per blank-line-separated part); amsmath environments (MyST's ``amsmath``) are
+rendered in their starred, unnumbered form, since Sphinx numbers the equation.
+
+A formula KaTeX cannot render is a Sphinx warning at the formula's source line (the build runs
+with ``-W``: it fails there), and the page shows its TeX in a ``pe-math-error`` box. TeX macros
+the book defines go in ``katex_macros`` (a dict, as KaTeX's ``macros`` option).
+
+After the build, ``_static/katex`` receives KaTeX's stylesheet, its ``@font-face`` rules cut to
+the WOFF2 fonts the built pages use, and those fonts alone. A page with formulas preloads the two
+fonts nearly all of them draw with (KaTeX's main and math italic faces), where it uses them, so
+that they arrive with the stylesheet rather than after it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.locale import _
+from sphinx.util import logging
+from sphinx.util.math import get_node_equation_number
+
+logger = logging.getLogger(__name__)
+
+KATEX = Path(__file__).resolve().parent / "katex"
+FETCH = "python tools/fetch_katex.py"
+
+# Run once in the V8 context: render one formula, returning its HTML or KaTeX's error, and
+# report what KaTeX's strict mode finds (a construct LaTeX itself would not accept) as an error.
+RENDER = """
+function peRender(tex, display, macros) {
+  try {
+    return {html: katex.renderToString(tex, {
+      displayMode: display, output: "htmlAndMathml", throwOnError: true, strict: "error",
+      trust: false, macros: Object.assign({}, macros)})};
+  } catch (error) {
+    const where = error && error.position !== undefined ? ` (at character ${error.position + 1})` : "";
+    return {error: String(error && (error.rawMessage || error.message) || error) + where};
+  }
+}
+"""
+
+# amsmath's numbered environments, which KaTeX would number itself.
+AMSMATH_NUMBERED = re.compile(r"\\(begin|end)\{(equation|align|alignat|gather|multline|flalign)\}")
+
+
+class Renderer:
+    """One V8 context holding KaTeX, and the formulas rendered so far."""
+
+    def __init__(self, macros: dict[str, str]) -> None:
+        source = KATEX / "katex.min.js"
+        if not source.is_file():
+            raise RuntimeError(f"{source} is missing: run `{FETCH}`")
+        from py_mini_racer import MiniRacer
+
+        self.context = MiniRacer()
+        self.context.eval(source.read_text(encoding="utf-8"))
+        self.context.eval(RENDER)
+        self.macros = dict(macros)
+        self.cache: dict[tuple[str, bool], tuple[str | None, str | None]] = {}
+
+    def render(self, tex: str, display: bool) -> tuple[str | None, str | None]:
+        """``(html, None)``, or ``(None, KaTeX's error message)``."""
+        key = (tex, display)
+        if key not in self.cache:
+            result = json.loads(
+                self.context.eval(
+                    f"JSON.stringify(peRender({json.dumps(tex)}, {json.dumps(display)}, "
+                    f"{json.dumps(self.macros)}))"
+                )
+            )
+            self.cache[key] = (result.get("html"), result.get("error"))
+        return self.cache[key]
+
+
+_renderer: Renderer | None = None
+
+
+def renderer(config: Any) -> Renderer:
+    global _renderer
+    if _renderer is None:
+        _renderer = Renderer(config.katex_macros or {})
+    return _renderer
+
+
+def _render(translator: Any, node: nodes.Element, tex: str, display: bool) -> str:
+    html, error = renderer(translator.builder.config).render(tex, display)
+    if html is not None:
+        return html
+    logger.warning(
+        "KaTeX cannot typeset %r: %s", tex, error, location=node, type="katex", subtype="error"
+    )
+    tag = "div" if display else "span"
+    return f'<{tag} class="pe-math-error">{translator.encode(tex)}</{tag}>'
+
+
+def display_tex(node: nodes.math_block) -> str:
+    """The TeX KaTeX renders for a display: Sphinx's wrapping (``split`` around a part with
+    several lines, one line per part) or, for an amsmath environment, its starred form."""
+    text = node.astext()
+    if node.get("nowrap"):
+        return AMSMATH_NUMBERED.sub(lambda m: rf"\{m.group(1)}{{{m.group(2)}*}}", text)
+    parts = [part for part in text.split("\n\n") if part.strip()]
+    lines = [rf"\begin{{split}}{part}\end{{split}}" if r"\\" in part else part for part in parts]
+    if len(lines) == 1:
+        return lines[0]
+    return r"\begin{gathered}" + r"\\".join(lines) + r"\end{gathered}"
+
+
+def visit_math(self: Any, node: nodes.math) -> None:
+    self.body.append(self.starttag(node, "span", "", CLASS="math notranslate nohighlight"))
+    self.body.append(_render(self, node, node.astext(), display=False))
+    self.body.append("</span>")
+    raise nodes.SkipNode
+
+
+def visit_displaymath(self: Any, node: nodes.math_block) -> None:
+    self.body.append(self.starttag(node, "div", CLASS="math notranslate nohighlight"))
+    if node.get("number"):
+        number = get_node_equation_number(self, node)
+        self.body.append(f'<span class="eqno">({number})')
+        self.add_permalink_ref(node, _("Link to this equation"))
+        self.body.append("</span>")
+    self.body.append(_render(self, node, display_tex(node), display=True))
+    self.body.append("</div>\n")
+    raise nodes.SkipNode
+
+
+# A KaTeX @font-face rule and the file it names.
+FONT_FACE = re.compile(r"@font-face\{[^}]*?src:url\(fonts/(KaTeX_[A-Za-z0-9-]+)\.woff2\)[^}]*\}")
+# Any other rule: its selectors and declarations.
+RULE = re.compile(r"([^{}@]+)\{([^{}]*)\}")
+CLASS = re.compile(r"\.([A-Za-z][\w-]*)")
+HTML_CLASS = re.compile(r'class="([^"]*)"')
+
+
+def _font_file(declarations: str) -> str | None:
+    """The KaTeX font file a rule's declarations select (family, weight and style)."""
+    family = re.search(r"font-family:(KaTeX_[A-Za-z0-9]+)", declarations)
+    if family is None:
+        return None
+    bold = re.search(r"font-weight:(700|bold)", declarations) is not None
+    italic = re.search(r"font-style:italic", declarations) is not None
+    style = {(False, False): "Regular", (True, False): "Bold", (False, True): "Italic"}.get(
+        (bold, italic), "BoldItalic"
+    )
+    return f"{family.group(1)}-{style}"
+
+
+def used_fonts(css: str, classes: set[str]) -> set[str]:
+    """The font files of KaTeX's stylesheet that a page with these classes can draw with: every
+    rule that selects a KaTeX font through a class the pages use (the Main face always)."""
+    fonts = {"KaTeX_Main-Regular"}
+    body = FONT_FACE.sub("", css)
+    for selectors, declarations in RULE.findall(body):
+        font = _font_file(declarations)
+        if font is None:
+            continue
+        for selector in selectors.split(","):
+            names = CLASS.findall(selector)
+            if names and names[-1] in classes:
+                fonts.add(font)
+                break
+    return fonts
+
+
+def cut_stylesheet(css: str, fonts: set[str]) -> str:
+    """KaTeX's stylesheet with the ``@font-face`` rules of ``fonts`` alone, each naming its
+    WOFF2 file alone."""
+
+    def face(match: re.Match[str]) -> str:
+        if match.group(1) not in fonts:
+            return ""
+        return re.sub(
+            r"src:[^;}]*", f'src:url(fonts/{match.group(1)}.woff2) format("woff2")', match.group(0)
+        )
+
+    return FONT_FACE.sub(face, css)
+
+
+def page_classes(outdir: Path) -> set[str]:
+    classes: set[str] = set()
+    for page in outdir.rglob("*.html"):
+        for value in HTML_CLASS.findall(page.read_text(encoding="utf-8")):
+            classes.update(value.split())
+    return classes
+
+
+def copy_katex(outdir: Path) -> None:
+    css = (KATEX / "katex.min.css").read_text(encoding="utf-8")
+    fonts = used_fonts(css, page_classes(outdir))
+    target = outdir / "_static" / "katex"
+    shutil.rmtree(target, ignore_errors=True)
+    (target / "fonts").mkdir(parents=True)
+    for font in sorted(fonts):
+        source = KATEX / "fonts" / f"{font}.woff2"
+        if not source.is_file():
+            raise RuntimeError(f"{source} is missing: run `{FETCH}`")
+        shutil.copy2(source, target / "fonts" / source.name)
+    (target / "katex.min.css").write_text(cut_stylesheet(css, fonts), encoding="utf-8")
+    shutil.copy2(KATEX / "LICENSE", target / "LICENSE")
+
+
+# KaTeX's fonts that nearly every formula draws with, by a class KaTeX writes for them: a page
+# that has that class asks for the font at once (a preload) rather than after its stylesheet.
+PRELOADED = {"katex": "KaTeX_Main-Regular", "mathnormal": "KaTeX_Math-Italic"}
+
+
+def preload_fonts(
+    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    body = context.get("body") or ""
+    if "katex" not in body:
+        return
+    classes = {name for value in HTML_CLASS.findall(body) for name in value.split()}
+    links = [
+        f'<link rel="preload" href="{context["pathto"](f"_static/katex/fonts/{font}.woff2", 1)}"'
+        ' as="font" type="font/woff2" crossorigin>'
+        for name, font in PRELOADED.items()
+        if name in classes
+    ]
+    context["metatags"] = context.get("metatags", "") + "\n".join(links)
+
+
+def _finished(app: Any, exception: Exception | None) -> None:
+    if exception is None and app.builder.format == "html":
+        copy_katex(Path(app.outdir))
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.add_config_value("katex_macros", {}, "html", dict)
+    app.add_html_math_renderer("katex", (visit_math, None), (visit_displaymath, None))
+    app.connect("html-page-context", preload_fonts)
+    app.connect("build-finished", _finished)
+    return {"parallel_read_safe": True, "parallel_write_safe": False}

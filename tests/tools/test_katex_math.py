@@ -1,0 +1,172 @@
+"""book/_ext/katex_math.py in small Sphinx builds: formulas typeset at build time by KaTeX, with
+the markup Sphinx's own math renderer writes (numbers, anchors, references), no math script, and
+a formula KaTeX cannot render failing the build at its source line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import katex_math
+import pytest
+from bs4 import BeautifulSoup
+from conftest import ROOT, build_site
+
+pytestmark = pytest.mark.skipif(
+    not (katex_math.KATEX / "katex.min.js").is_file(),
+    reason="KaTeX is not fetched: run `python tools/fetch_katex.py` (make does)",
+)
+
+CONF = """
+extensions = ["myst_parser", "katex_math"]
+myst_enable_extensions = ["dollarmath", "amsmath"]
+html_math_renderer = "katex"
+math_numfig = True
+numfig = True
+math_eqref_format = "({number})"
+html_static_path = []
+"""
+PAGE = r"""# Page
+
+Inline $\texttt{low\_freq\_factor} = 8$ and a display:
+
+$$
+\omega_i = 10000^{-2i/d}
+$$ (eq-omega)
+
+$$
+a &= b \\
+c &= d
+$$ (eq-split)
+
+\begin{align}
+x &= 1 \\
+y &= 2
+\end{align}
+
+As {eq}`eq-omega` and {eq}`eq-split` say.
+"""
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> BeautifulSoup:
+    out = build_site(tmp_path_factory.mktemp("site"), CONF, {"index.md": PAGE})
+    return BeautifulSoup((out / "index.html").read_text(encoding="utf-8"), "html.parser")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return build_site(tmp_path_factory.mktemp("site"), CONF, {"index.md": PAGE})
+
+
+def test_formulas_are_typeset_html_with_hidden_mathml_and_their_tex(page) -> None:
+    inline = page.select_one("span.math")
+    assert inline.select_one(".katex-html") is not None
+    assert inline.select_one(".katex-mathml math") is not None
+    tex = inline.select_one('annotation[encoding="application/x-tex"]').get_text()
+    assert tex == r"\texttt{low\_freq\_factor} = 8"
+    # What the reader sees: the identifier with its underscores, no backslash, no raw TeX.
+    seen = inline.select_one(".katex-html").get_text()
+    assert "low_freq_factor" in seen
+    assert "\\" not in seen
+    assert "\\(" not in page.get_text() and "$$" not in page.get_text()
+
+
+def test_no_page_loads_a_math_script(page) -> None:
+    scripts = [script.get("src", "") for script in page.select("script")]
+    assert not [src for src in scripts if "mathjax" in src.lower() or "katex" in src.lower()]
+    assert "MathJax" not in str(page)
+
+
+def test_equations_are_numbered_once_and_referenced(page) -> None:
+    displays = page.select("div.math")
+    assert len(displays) == 3
+    numbers = [display.select_one("span.eqno") for display in displays]
+    assert [re.match(r"\(\d+\)", n.get_text(strip=True))[0] for n in numbers] == [
+        "(1)",
+        "(2)",
+        "(3)",
+    ]
+    # The amsmath environment is numbered once, by Sphinx, and not again by KaTeX per line.
+    assert not page.select("div.math .katex .tag")
+    assert [display.get("id") for display in displays[:2]] == [
+        "equation-eq-omega",
+        "equation-eq-split",
+    ]
+    references = page.select('a[href="#equation-eq-omega"], a[href="#equation-eq-split"]')
+    assert {ref.get_text() for ref in references} >= {"(1)", "(2)"}
+
+
+def test_a_multi_line_display_is_aligned(page) -> None:
+    split = page.select("div.math")[1]
+    tex = split.select_one('annotation[encoding="application/x-tex"]').get_text()
+    assert tex.startswith(r"\begin{split}")
+    assert len(split.select(".katex-html .mtable .col-align-r")) == 1
+
+
+def test_the_stylesheet_and_only_the_used_fonts_are_served(site) -> None:
+    katex = site / "_static" / "katex"
+    css = (katex / "katex.min.css").read_text(encoding="utf-8")
+    fonts = sorted(path.name for path in (katex / "fonts").iterdir())
+    named = sorted(set(re.findall(r"url\(fonts/([^)]+)\)", css)))
+    assert fonts == named
+    assert all(name.endswith(".woff2") for name in fonts)
+    assert "KaTeX_Main-Regular.woff2" in fonts and "KaTeX_Typewriter-Regular.woff2" in fonts
+    assert "KaTeX_Fraktur-Regular.woff2" not in fonts
+    link = BeautifulSoup((site / "index.html").read_text(encoding="utf-8"), "html.parser")
+    assert not link.select('link[href*="katex.min.css"]')  # page_assets.py is not loaded here
+
+
+def test_the_page_preloads_the_fonts_its_formulas_use(site) -> None:
+    page = BeautifulSoup((site / "index.html").read_text(encoding="utf-8"), "html.parser")
+    preloads = {link["href"] for link in page.select('link[rel="preload"][as="font"]')}
+    assert preloads == {
+        "_static/katex/fonts/KaTeX_Main-Regular.woff2",
+        "_static/katex/fonts/KaTeX_Math-Italic.woff2",
+    }
+    assert all((site / href).is_file() for href in preloads)
+
+
+def test_a_formula_katex_cannot_render_fails_the_build_at_its_line(tmp_path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "conf.py").write_text(CONF, encoding="utf-8")
+    (source / "index.md").write_text(
+        "# Page\n\nFine $x$.\n\nBroken $\\undefinedmacro{x}$ here.\n", encoding="utf-8"
+    )
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(ROOT / "book" / "_ext")!r})
+        from sphinx.cmd.build import main
+        sys.exit(main(["-W", "-q", "-b", "html", {str(source)!r}, {str(tmp_path / "out")!r}]))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode != 0
+    assert re.search(r"index\.md:5: ?KaTeX cannot typeset .*undefinedmacro", result.stderr), (
+        result.stderr
+    )
+
+
+def test_each_distinct_formula_is_rendered_once() -> None:
+    renderer = katex_math.Renderer({r"\pe": r"\mathrm{PE}"})
+    first = renderer.render(r"\pe(x)", display=False)
+    again = renderer.render(r"\pe(x)", display=False)
+    assert first is again
+    assert first[0] is not None and "PE" in first[0]
+    assert renderer.render(r"\pe(x)", display=True) is not first
+    assert len(renderer.cache) == 2
+
+
+def test_amsmath_environments_are_rendered_starred() -> None:
+    from docutils import nodes
+
+    node = nodes.math_block(r"\begin{align}a\\b\end{align}", r"\begin{align}a\\b\end{align}")
+    node["nowrap"] = True
+    assert katex_math.display_tex(node) == r"\begin{align*}a\\b\end{align*}"

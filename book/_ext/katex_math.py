@@ -20,8 +20,8 @@ A formula KaTeX cannot render is a Sphinx warning at the formula's source line (
 with ``-W``: it fails there), and the page shows its TeX in a ``pe-math-error`` box. TeX macros
 the book defines go in ``katex_macros`` (a dict, as KaTeX's ``macros`` option).
 
-After the build, ``_static/katex`` receives KaTeX's stylesheet, its ``@font-face`` rules cut to
-the WOFF2 fonts the built pages use, and those fonts alone. A page with formulas preloads the two
+After the build, ``_static/katex`` receives KaTeX's stylesheet as released and its WOFF2 fonts
+(a browser fetches only those a page's formulas draw with). A page with formulas preloads the two
 fonts nearly all of them draw with (KaTeX's main and math italic faces), where it uses them, so
 that they arrive with the stylesheet rather than after it.
 """
@@ -145,79 +145,21 @@ def visit_displaymath(self: Any, node: nodes.math_block) -> None:
     raise nodes.SkipNode
 
 
-# A KaTeX @font-face rule and the file it names.
-FONT_FACE = re.compile(r"@font-face\{[^}]*?src:url\(fonts/(KaTeX_[A-Za-z0-9-]+)\.woff2\)[^}]*\}")
-# Any other rule: its selectors and declarations.
-RULE = re.compile(r"([^{}@]+)\{([^{}]*)\}")
-CLASS = re.compile(r"\.([A-Za-z][\w-]*)")
 HTML_CLASS = re.compile(r'class="([^"]*)"')
 
 
-def _font_file(declarations: str) -> str | None:
-    """The KaTeX font file a rule's declarations select (family, weight and style)."""
-    family = re.search(r"font-family:(KaTeX_[A-Za-z0-9]+)", declarations)
-    if family is None:
-        return None
-    bold = re.search(r"font-weight:(700|bold)", declarations) is not None
-    italic = re.search(r"font-style:italic", declarations) is not None
-    style = {(False, False): "Regular", (True, False): "Bold", (False, True): "Italic"}.get(
-        (bold, italic), "BoldItalic"
-    )
-    return f"{family.group(1)}-{style}"
-
-
-def used_fonts(css: str, classes: set[str]) -> set[str]:
-    """The font files of KaTeX's stylesheet that a page with these classes can draw with: every
-    rule that selects a KaTeX font through a class the pages use (the Main face always)."""
-    fonts = {"KaTeX_Main-Regular"}
-    body = FONT_FACE.sub("", css)
-    for selectors, declarations in RULE.findall(body):
-        font = _font_file(declarations)
-        if font is None:
-            continue
-        for selector in selectors.split(","):
-            names = CLASS.findall(selector)
-            if names and names[-1] in classes:
-                fonts.add(font)
-                break
-    return fonts
-
-
-def cut_stylesheet(css: str, fonts: set[str]) -> str:
-    """KaTeX's stylesheet with the ``@font-face`` rules of ``fonts`` alone, each naming its
-    WOFF2 file alone."""
-
-    def face(match: re.Match[str]) -> str:
-        if match.group(1) not in fonts:
-            return ""
-        return re.sub(
-            r"src:[^;}]*", f'src:url(fonts/{match.group(1)}.woff2) format("woff2")', match.group(0)
-        )
-
-    return FONT_FACE.sub(face, css)
-
-
-def page_classes(outdir: Path) -> set[str]:
-    classes: set[str] = set()
-    for page in outdir.rglob("*.html"):
-        for value in HTML_CLASS.findall(page.read_text(encoding="utf-8")):
-            classes.update(value.split())
-    return classes
-
-
 def copy_katex(outdir: Path) -> None:
-    css = (KATEX / "katex.min.css").read_text(encoding="utf-8")
-    fonts = used_fonts(css, page_classes(outdir))
+    """KaTeX's stylesheet as released and its WOFF2 fonts into ``_static/katex`` (not the script,
+    which only the build runs). A browser fetches a font only when a formula on the page draws
+    with it, and of each font's sources the first it reads, WOFF2."""
     target = outdir / "_static" / "katex"
     shutil.rmtree(target, ignore_errors=True)
-    (target / "fonts").mkdir(parents=True)
-    for font in sorted(fonts):
-        source = KATEX / "fonts" / f"{font}.woff2"
-        if not source.is_file():
-            raise RuntimeError(f"{source} is missing: run `{FETCH}`")
-        shutil.copy2(source, target / "fonts" / source.name)
-    (target / "katex.min.css").write_text(cut_stylesheet(css, fonts), encoding="utf-8")
-    shutil.copy2(KATEX / "LICENSE", target / "LICENSE")
+    missing = [
+        name for name in ("katex.min.css", "LICENSE", "fonts") if not (KATEX / name).exists()
+    ]
+    if missing:
+        raise RuntimeError(f"{KATEX} lacks {missing}: run `{FETCH}`")
+    shutil.copytree(KATEX, target, ignore=shutil.ignore_patterns("*.js"))
 
 
 # KaTeX's fonts that nearly every formula draws with, by a class KaTeX writes for them: a page

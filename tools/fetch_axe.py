@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from npm_tarball import verified_tarball
+from npm_tarball import extract, verified_tarball
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "tests" / "book" / "axe-core"
@@ -28,12 +28,8 @@ AXE_CORE = (
 def main() -> int:
     version, integrity = AXE_CORE
     archive = verified_tarball("axe-core", version, integrity)
-    members = {member.name: member for member in archive.getmembers() if member.isfile()}
-    TARGET.mkdir(parents=True, exist_ok=True)
-    for source, name in (("package/axe.min.js", "axe.min.js"), ("package/LICENSE", "LICENSE")):
-        if source not in members:
-            raise SystemExit(f"axe-core {version} has no {source}")
-        (TARGET / name).write_bytes(archive.extractfile(members[source]).read())
+    wanted = {"package/axe.min.js": "axe.min.js", "package/LICENSE": "LICENSE"}
+    extract(archive, f"axe-core {version}", wanted, TARGET)
     print(f"axe-core {version}: {TARGET / 'axe.min.js'}")
     return 0
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from npm_tarball import verified_tarball
+from npm_tarball import extract, verified_tarball
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "book" / "_ext" / "katex"
@@ -31,24 +31,20 @@ KATEX = (
 def main() -> int:
     version, integrity = KATEX
     archive = verified_tarball("katex", version, integrity)
-    members = {member.name: member for member in archive.getmembers() if member.isfile()}
-    wanted = {
-        "package/dist/katex.min.js": "katex.min.js",
-        "package/dist/katex.min.css": "katex.min.css",
-        "package/LICENSE": "LICENSE",
-    }
     fonts = {
         name: "fonts/" + name.rsplit("/", 1)[-1]
-        for name in members
+        for name in archive.getnames()
         if name.startswith("package/dist/fonts/") and name.endswith(".woff2")
     }
     if not fonts:
         raise SystemExit(f"katex {version} has no WOFF2 fonts under package/dist/fonts")
-    (TARGET / "fonts").mkdir(parents=True, exist_ok=True)
-    for source, name in {**wanted, **fonts}.items():
-        if source not in members:
-            raise SystemExit(f"katex {version} has no {source}")
-        (TARGET / name).write_bytes(archive.extractfile(members[source]).read())
+    wanted = {
+        "package/dist/katex.min.js": "katex.min.js",
+        "package/dist/katex.min.css": "katex.min.css",
+        "package/LICENSE": "LICENSE",
+        **fonts,
+    }
+    extract(archive, f"katex {version}", wanted, TARGET)
     (TARGET / "VERSION").write_text(version + "\n", encoding="utf-8")
     print(f"katex {version}: {TARGET}")
     return 0

@@ -12,6 +12,8 @@ import hashlib
 import io
 import tarfile
 import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
 
 
 def tarball_url(package: str, version: str) -> str:
@@ -30,3 +32,18 @@ def verified_tarball(package: str, version: str, integrity: str) -> tarfile.TarF
     if actual != expected:
         raise SystemExit(f"{url}: {algorithm} digest {actual} does not match {expected}")
     return tarfile.open(fileobj=io.BytesIO(data), mode="r:gz")
+
+
+def extract(
+    archive: tarfile.TarFile, release: str, wanted: Mapping[str, str], target: Path
+) -> None:
+    """Write each file of ``wanted`` (its path in the archive -> its path under ``target``); a
+    file the release lacks stops before anything is written, naming it."""
+    members = {member.name: member for member in archive.getmembers() if member.isfile()}
+    missing = sorted(source for source in wanted if source not in members)
+    if missing:
+        raise SystemExit(f"{release} has no {', '.join(missing)}")
+    for source, name in wanted.items():
+        path = target / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(archive.extractfile(members[source]).read())

@@ -85,8 +85,11 @@
           element.remove();
         }
         // Inline math stands between the prose's own spaces; display math is a block of its own.
+        // A formula's text is its TeX, which KaTeX keeps in its MathML's annotation (the rest of
+        // its markup repeats each symbol, drawn and spoken).
         for (const math of article.querySelectorAll(".math")) {
-          const text = plainMath(math.textContent);
+          const tex = math.querySelector('annotation[encoding="application/x-tex"]');
+          const text = plainMath((tex || math).textContent);
           math.textContent = math.tagName === "DIV" ? ` ${text} ` : text;
         }
         return article;

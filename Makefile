@@ -106,11 +106,12 @@ check: $(STAMP) weights $(VEGA) $(ICONS) $(KATEX)
 ## test: everything: `make check`, the integration tests, chapter 9 on other seeds, the
 ## chapters in the Binder environment under generic CPU kernels, strict build, browser test of
 ## every page, the PDF and student editions, the Korean edition.
-# Two stages run at a time (two cores; most stages keep one busy), the browser stages alone, so
-# that nothing else competes with the pages whose rendering they wait on: check, other-seeds,
-# editions-test, integration and korean-test beside book and binder-test; then html-test; then
-# korean-html-test. Make starts no stage after one fails. Each stage prints how long it took;
-# the times are kept in _build/test-times.txt.
+# Two stages run at a time (two cores; most stages keep one busy): check, other-seeds,
+# editions-test, integration and korean-test beside book and binder-test; then the two browser
+# stages, html-test beside korean-html-test, each with its own browser and nothing else running
+# (formulas are typeset when the book is built: the pages wait on no script to draw them). Make
+# starts no stage after one fails. Each stage prints how long it took; the times are kept in
+# _build/test-times.txt.
 TEST_STAGES := check book binder-test other-seeds editions-test integration korean-test \
 	html-test korean-html-test
 .PHONY: $(TEST_STAGES:%=stage-%)
@@ -132,7 +133,7 @@ stage-editions-test: stage-other-seeds stage-book
 stage-integration: stage-editions-test
 stage-korean-test: stage-integration
 stage-html-test: stage-binder-test stage-korean-test
-stage-korean-html-test: stage-html-test
+stage-korean-html-test: stage-binder-test stage-korean-test
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)

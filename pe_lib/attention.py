@@ -3,7 +3,8 @@ r"""A minimal single-head scaled dot-product self-attention (Vaswani et al., 201
 .. math::
 
     \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V,
-    \qquad Q = X W_q,\ K = X W_k,\ V = X W_v.
+
+    Q = X W_q,\ K = X W_k,\ V = X W_v.
 
 Nothing in it depends on where a row of :math:`X` sits: permuting the rows of :math:`X`
 permutes the rows of the output in the same way (permutation equivariance). Encodings that act

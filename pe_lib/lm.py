@@ -250,7 +250,8 @@ def ngram_perplexity(
     .. math::
 
         p_k(c \mid h) = \frac{n_{hc} + u_h\, p_{k-1}(c \mid h')}{n_h + u_h},
-        \qquad p_0(c) = \frac{1}{V},
+
+        p_0(c) = \frac{1}{V},
 
     with :math:`n_{hc}` the count of :math:`h` followed by :math:`c` in ``training``,
     :math:`n_h = \sum_c n_{hc}`, :math:`u_h` the number of distinct characters seen after

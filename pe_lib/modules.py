@@ -60,7 +60,8 @@ class SinusoidalPositionalEncoding(nn.Module):
     .. math::
 
         \mathrm{out} = \mathrm{dropout}\big(x + PE[\mathrm{offset} : \mathrm{offset}+L]\big),
-        \quad PE(pos, 2i) = \sin(pos\,\omega_i),\ PE(pos, 2i+1) = \cos(pos\,\omega_i).
+
+        PE(pos, 2i) = \sin(pos\,\omega_i),\ PE(pos, 2i+1) = \cos(pos\,\omega_i).
 
     The first ``max_len`` rows of the table are computed once, in float64, and kept in a
     *non-persistent* buffer named ``pe``: it moves with ``.to(device)``, never reaches an
@@ -218,7 +219,8 @@ class LearnedPositionalEncoding(nn.Module):
     .. math::
 
         \mathrm{out} = \mathrm{dropout}\big(x + P[\mathrm{offset} : \mathrm{offset}+L]\big),
-        \qquad P \in \mathbb{R}^{\mathrm{max\_len} \times d_{\mathrm{model}}}\ \text{learned}.
+
+        P \in \mathbb{R}^{\mathrm{max\_len} \times d_{\mathrm{model}}}\ \text{learned}.
 
     The table holds ``max_len * d_model`` parameters, initialised as BERT initialises its
     position table: google-research/bert's ``modeling.py`` draws it (in

@@ -9,8 +9,8 @@ From the angle-addition identities, for each frequency :math:`\omega_i`
 
 .. math::
 
-    \begin{pmatrix} \sin((pos+k)\omega_i) \\ \cos((pos+k)\omega_i) \end{pmatrix}
-    = \begin{pmatrix} \cos k\omega_i & \sin k\omega_i \\ -\sin k\omega_i & \cos k\omega_i \end{pmatrix}
+    & \begin{pmatrix} \sin((pos+k)\omega_i) \\ \cos((pos+k)\omega_i) \end{pmatrix} \\
+    &= \begin{pmatrix} \cos k\omega_i & \sin k\omega_i \\ -\sin k\omega_i & \cos k\omega_i \end{pmatrix}
       \begin{pmatrix} \sin(pos\,\omega_i) \\ \cos(pos\,\omega_i) \end{pmatrix},
 
 so :math:`PE(pos+k) = M_k\,PE(pos)` with a block-diagonal :math:`M_k` that depends on ``k``

@@ -6,11 +6,11 @@ Each query or key vector :math:`x \in \mathbb{R}^{d}` (``d = head_dim``, even) i
 
 .. math::
 
-    \theta_i = \mathrm{base}^{-2i/d}, \qquad
+    \theta_i = \mathrm{base}^{-2i/d},\qquad i = 0, \dots, d/2 - 1,
+
     \begin{pmatrix} y_a \\ y_b \end{pmatrix}
     = \begin{pmatrix} \cos m\theta_i & -\sin m\theta_i \\ \sin m\theta_i & \cos m\theta_i \end{pmatrix}
-      \begin{pmatrix} x_a \\ x_b \end{pmatrix},
-    \qquad i = 0, \dots, d/2 - 1.
+      \begin{pmatrix} x_a \\ x_b \end{pmatrix}.
 
 Written as :math:`R_m x`, rotations compose, :math:`R_m^{\top} R_n = R_{n-m}`, so the attention
 score :math:`(R_m q)^{\top} (R_n k) = q^{\top} R_{n-m}\, k` depends on the positions only

@@ -2,7 +2,8 @@ r"""The fixed sinusoidal encoding of Vaswani et al. (2017), section 3.5.
 
 .. math::
 
-    \omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}, \qquad
+    \omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}},
+
     PE(pos, 2i) = \sin(pos\,\omega_i), \qquad PE(pos, 2i+1) = \cos(pos\,\omega_i).
 
 Angles ``pos * omega_i`` are formed in float64 from integer positions and the table is cast

@@ -5,7 +5,8 @@ float64 (:func:`pe_lib.checks._core.reference`):
 
 .. math::
 
-    PE(pos, 2i) = \sin(pos\,\omega_i), \quad PE(pos, 2i+1) = \cos(pos\,\omega_i), \quad
+    PE(pos, 2i) = \sin(pos\,\omega_i), \quad PE(pos, 2i+1) = \cos(pos\,\omega_i),
+
     \omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}.
 
 **Tolerance.** A table of dtype ``D`` is accepted when every entry is within

@@ -49,19 +49,17 @@ help:
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_PIN = $(shell grep -m1 '^torch==' requirements.txt)
 ifeq ($(shell uname -s 2>/dev/null),Linux)
-INSTALL_TORCH = $(BIN)/python -m pip install --quiet --no-compile --no-deps --retries 1 --timeout 15 \
+INSTALL_TORCH = $(BIN)/python -m pip install --quiet --no-deps --retries 1 --timeout 15 \
 	--extra-index-url $(TORCH_CPU_INDEX) "$(TORCH_PIN)"
 else
 INSTALL_TORCH = @echo "torch: PyPI's wheel for this platform is a CPU build"
 endif
 
-# --no-compile: Python compiles a module's bytecode when it is first imported (and keeps it), so
-# the install does not compile the thousands of modules (torch's above all) nothing imports.
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(INSTALL_TORCH)
-	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
 $(CACHE_STAMP): $(LIBRARY) requirements.txt

@@ -105,9 +105,7 @@ def test_chapters_reproduce_their_outputs_in_binder_under_generic_kernels() -> N
         reachable_file.write_text("\n".join(reachable) + "\n", encoding="utf-8")
 
         _run([python, "-m", "venv", str(venv)], cwd=tmp_path, env=env)
-        # No bytecode compiled ahead: the kernels compile what they import, and the install
-        # spends nothing on the modules no chapter imports.
-        pip = [str(venv_python), "-m", "pip", "install", "--quiet", "--no-compile"]
+        pip = [str(venv_python), "-m", "pip", "install", "--quiet"]
         # From the repository root, as repo2docker does: `-e .` resolves to this checkout.
         _run([*pip, "-r", str(reachable_file)], cwd=ROOT, env=env)
         _run([*pip, _pin("ipykernel")], cwd=ROOT, env=env)

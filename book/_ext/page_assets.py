@@ -127,6 +127,10 @@ OWN: list[tuple[str, int, Callable[[Page], bool]]] = [
     ("pe-search-weights.js", 500, _search),
     ("pe-scroll-boxes.js", CONFIGURED, _code),
 ]
+# The scripts that work on the page's markup once it is read: the page is drawn without waiting
+# for them (``defer``; they run in order, before ``DOMContentLoaded``). The search page's scripts
+# run with Sphinx's, which are not deferred.
+DEFERRED = {"pe-charts.js", "pe-math.js", "pe-scroll-boxes.js"}
 
 
 def _toggles(page: Page) -> bool:
@@ -167,8 +171,11 @@ def _add_own(
     page = Page(pagename, context, doctree)
     for filename, priority, used in OWN:
         if used(page):
-            add = app.add_js_file if filename.endswith(".js") else app.add_css_file
-            add(filename, priority=priority)
+            if filename.endswith(".js"):
+                options = {"loading_method": "defer"} if filename in DEFERRED else {}
+                app.add_js_file(filename, priority=priority, **options)
+            else:
+                app.add_css_file(filename, priority=priority)
 
 
 def _drop_unused(

@@ -8,9 +8,10 @@
 // pe-math-scrolls (a visible scrollbar and a shadow at the edge, page.css), and is made a
 // focusable region named after its equation, so that a keyboard can scroll it too. Display
 // equations, and the rare inline formula longer than a line of a phone's column
-// (small-screens.css gives inline math no scroll box otherwise). Every formula is fitted as soon
-// as the page's markup is read, again when KaTeX's fonts have arrived (its boxes are measured in
-// its own fonts), and again when the column changes width. Every equation is measured first and
+// (small-screens.css gives inline math no scroll box otherwise). Every formula is fitted when the
+// page is first laid out (before it is drawn, reading the layout the browser has just made, so
+// that no script forces one while the page loads), again when a font arrives (KaTeX's boxes are
+// measured in its own fonts), and again when the column changes width. Every equation is measured first and
 // written after: one layout for the whole page. KaTeX sizes a formula in em, so its width scales
 // with its font size and the scaled width is known without measuring it again. The page's <html>
 // gets data-pe-math-fitted="true" after the first fit.
@@ -29,7 +30,7 @@
 
   // Undo what the last fit wrote (writes only).
   function reset(box) {
-    box.style.fontSize = "";
+    if (box.style.fontSize) box.style.fontSize = "";
     if (box.classList.contains("pe-math-scrolls")) {
       box.classList.remove("pe-math-scrolls");
       for (const name of ["tabindex", "role", "aria-label"]) box.removeAttribute(name);
@@ -110,17 +111,19 @@
 
   function start() {
     if (!document.querySelector("div.math, span.math")) return;
-    fit();
-    if (document.fonts) document.fonts.ready.then(fit);
-    // The observer reports the column's width once at the start (just fitted), then on
-    // every change.
+    // The observer reports the column's width when the page is first laid out, before it is
+    // drawn: the first fit reads a layout the browser has just made, and its writes are laid
+    // out in the same frame. Then again on every change of width.
     let width = null;
     const article = document.querySelector("article") || document.body;
     new ResizeObserver((entries) => {
       const now = entries[entries.length - 1].contentRect.width;
-      if (width !== null && now !== width) fit();
+      if (now !== width) fit();
       width = now;
     }).observe(article);
+    // KaTeX's boxes are measured in its own fonts: a font that arrives after the first fit
+    // changes them.
+    if (document.fonts) document.fonts.addEventListener("loadingdone", fit);
     document.addEventListener("copy", copy);
   }
 

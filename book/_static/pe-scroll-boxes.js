@@ -17,9 +17,14 @@
     return `${kind}, ${LABELS.wider}`;
   }
 
-  function measure(box) {
-    const scrolls = box.clientWidth > 0 && box.scrollWidth > box.clientWidth + 1;
-    if (scrolls) {
+  // Whether a box scrolls (reads only).
+  function scrolls(box) {
+    return box.clientWidth > 0 && box.scrollWidth > box.clientWidth + 1;
+  }
+
+  // Marks a box as one that scrolls, or not (writes only).
+  function mark(box, scrolling) {
+    if (scrolling) {
       box.setAttribute("tabindex", "0");
       box.setAttribute("role", "region");
       box.setAttribute("aria-label", label(box));
@@ -31,19 +36,18 @@
     }
   }
 
+  // Every box measured, then every box marked: one layout, which the browser has just made
+  // when the observer reports.
+  function measure(boxes) {
+    const found = boxes.map((box) => [box, scrolls(box)]);
+    for (const [box, scrolling] of found) mark(box, scrolling);
+  }
+
   function start() {
-    const boxes = document.querySelectorAll(BOXES);
-    const observer = new ResizeObserver((entries) => entries.forEach((entry) => measure(entry.target)));
-    boxes.forEach((box) => {
-      measure(box);
-      observer.observe(box);
-    });
-    // A folded cell (a closed <details>) lays its boxes out when it is opened: measure them then.
-    document.querySelectorAll("article details").forEach((details) =>
-      details.addEventListener("toggle", () =>
-        details.querySelectorAll("div.highlight > pre").forEach((box) => box.matches(BOXES) && measure(box))
-      )
-    );
+    // The observer reports every box once when the page is first laid out, before it is drawn,
+    // then each box whose size changes (a folded cell opened, the window turned).
+    const observer = new ResizeObserver((entries) => measure(entries.map((entry) => entry.target)));
+    document.querySelectorAll(BOXES).forEach((box) => observer.observe(box));
   }
 
   if (document.readyState === "loading") {

@@ -33,7 +33,7 @@ AXE := tests/book/axe-core/axe.min.js
 
 .DEFAULT_GOAL := help
 .PHONY: help book book-en check test lint unit integration nbval other-seeds binder-test html-test
-.PHONY: execute bench clean weights
+.PHONY: execute bench clean weights outputs
 .PHONY: pdf student site editions-test book-ko catalogues korean-test korean-html-test
 
 ## help: list the commands with what each does (this text).
@@ -98,20 +98,24 @@ $(BUILT_STAMP): $(STAMP) $(CACHE_STAMP) $(WIDGET_MANAGER) $(HANGUL_FONT) $(VEGA)
 ## check: the quick loop: ruff, mypy --strict, the library, checker, tool and book tests, nbval.
 # Two at a time, one per core (the chapters' kernels and the unit tests are mostly one thread
 # each); each part's output is printed whole when it ends.
+CHECK_PARTS := lint unit nbval
 check: $(STAMP) weights $(VEGA) $(ICONS) $(KATEX)
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint unit nbval
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS)
 
-## test: everything: `make check`, the integration tests, chapter 9 on other seeds, the
-## chapters in the Binder environment under generic CPU kernels, strict build, browser test of
-## every page, the PDF and student editions, the Korean edition.
-# Two stages run at a time (two cores; most stages keep one busy): check, other-seeds,
-# editions-test, integration and korean-test beside book and binder-test; then the two browser
-# stages, html-test beside korean-html-test, each with its own browser and nothing else running
-# (formulas are typeset when the book is built: the pages wait on no script to draw them). Make
-# starts no stage after one fails. Each stage prints how long it took; the times are kept in
+## test: everything: what `make check` checks (the chapters' outputs compared on the build's own
+## execution), the integration tests, chapter 9 on other seeds, the chapters in the Binder
+## environment under generic CPU kernels, strict build, browser test of every page, the PDF and
+## student editions, the Korean edition.
+# Two stages run at a time (two cores; most stages keep one busy), in two lines: the strict build,
+# then the outputs it executed compared with the stored ones (`make outputs`: nbval's comparison
+# without executing the chapters a second time natively), editions-test, korean-test, other-seeds
+# and integration; beside them lint, unit and binder-test. Then the two browser stages, html-test
+# beside korean-html-test, each with its own browser and nothing else running (formulas are
+# typeset when the book is built: the pages wait on no script to draw them). Make starts no stage
+# after one fails. Each stage prints how long it took; the times are kept in
 # _build/test-times.txt.
-TEST_STAGES := check book binder-test other-seeds editions-test integration korean-test \
-	html-test korean-html-test
+TEST_STAGES := lint book unit outputs binder-test editions-test korean-test other-seeds \
+	integration html-test korean-html-test
 .PHONY: $(TEST_STAGES:%=stage-%)
 test: $(STAMP)
 	@mkdir -p _build && : > _build/test-times.txt
@@ -125,13 +129,15 @@ $(TEST_STAGES:%=stage-%): stage-%:
 	$(MAKE) --no-print-directory $*
 	@echo "make test: $* took $$(( $$(date +%s) - $$(cat _build/.stage-$*.start) )) s" \
 		| tee -a _build/test-times.txt
-stage-binder-test: stage-book
-stage-other-seeds: stage-check
-stage-editions-test: stage-other-seeds stage-book
-stage-integration: stage-editions-test
-stage-korean-test: stage-integration
-stage-html-test: stage-binder-test stage-korean-test
-stage-korean-html-test: stage-binder-test stage-korean-test
+stage-unit: stage-lint
+stage-binder-test: stage-unit
+stage-outputs: stage-book
+stage-editions-test: stage-outputs
+stage-korean-test: stage-editions-test
+stage-other-seeds: stage-korean-test
+stage-integration: stage-other-seeds
+stage-html-test: stage-binder-test stage-integration
+stage-korean-html-test: stage-binder-test stage-integration
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)
@@ -146,6 +152,11 @@ unit: $(STAMP) weights $(VEGA) $(ICONS) $(KATEX)
 ## integration: the tests that install pe_lib (wheel, git URL), start a kernel or load a real model.
 integration: $(STAMP) weights
 	$(BIN)/python -m pytest tests -m integration
+
+## outputs: the chapters' outputs as the build executed them (_build/jupyter_execute) compared
+## with the stored ones, as nbval compares (book/sanitize.cfg), without executing them again.
+outputs: book-en
+	$(BIN)/python tools/compare_outputs.py book/sanitize.cfg _build/jupyter_execute/book $(CHAPTERS)
 
 ## nbval: every chapter re-executed and its stored outputs compared.
 nbval: $(STAMP) weights

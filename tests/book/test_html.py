@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -37,11 +38,13 @@ from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
 from tests.book_sources import toc_documents
 
 try:
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import sync_playwright
 except ImportError:  # reported by the `browser` fixture (skip outside CI, failure in CI)
     sync_playwright = None
     PlaywrightTimeoutError = TimeoutError
+    PlaywrightError = Exception
 
 pytestmark = pytest.mark.html
 
@@ -226,6 +229,38 @@ class PageVisit:
         self.page.on("pageerror", lambda error: self.problems.append(f"uncaught error: {error}"))
         self.page.on("requestfailed", self._on_request_failed)
         self.page.on("response", self._on_response)
+        # The page's requests in flight, and how many it has made (settle()).
+        self.in_flight: set = set()
+        self.requests = 0
+        self.page.on("request", self._on_request)
+        self.page.on("requestfinished", self.in_flight.discard)
+        self.page.on("requestfailed", self.in_flight.discard)
+
+    def _on_request(self, request) -> None:
+        self.in_flight.add(request)
+        self.requests += 1
+
+    def settle(self) -> None:
+        """Waits until the page asks for nothing more: no request in flight, then its fonts
+        loaded and two frames drawn without a new request (what the fonts, images and figures
+        that the layout asks for are asked for in). Playwright's "networkidle" tells the same by
+        500 ms without a request, every time."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while True:
+            while self.in_flight:
+                if time.monotonic() > deadline:
+                    urls = sorted(request.url for request in self.in_flight)
+                    raise AssertionError(
+                        f"{self.url}: still loading after {SETTLE_TIMEOUT_S} s: {urls}"
+                    )
+                self.page.wait_for_timeout(20)
+            made = self.requests
+            try:
+                self.page.evaluate(QUIET_FRAMES)
+            except PlaywrightError:  # the page navigated meanwhile (index.html's redirect)
+                continue
+            if not self.in_flight and self.requests == made:
+                return
 
     def _route(self, route) -> None:
         url = route.request.url
@@ -267,6 +302,12 @@ def visit(browser, base_url):
 
 
 # --------------------------------------------------------------------------- per-page checks
+
+
+# The page's fonts loaded, then two frames drawn.
+QUIET_FRAMES = """() => document.fonts.ready.then(() => new Promise(resolve =>
+    requestAnimationFrame(() => requestAnimationFrame(resolve))))"""
+SETTLE_TIMEOUT_S = 20
 
 
 # A typeset formula: KaTeX's box (written when the book was built).
@@ -527,7 +568,7 @@ def test_page_reads_offline(visit, relpath: str) -> None:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
     page_visit = visit(relpath)
     page = page_visit.page
-    page.wait_for_load_state("networkidle")
+    page_visit.settle()
     problems = check_math(page, page_visit.base_url)
     _, widget_problems = check_widgets(page)
     problems += widget_problems
@@ -538,7 +579,7 @@ def test_page_reads_offline(visit, relpath: str) -> None:
     problems += check_images(page)
     # index.html redirects to the root document: check the page the reader ends up on.
     problems += check_links(page, page.url, page_visit.base_url)
-    page.wait_for_load_state("networkidle")
+    page_visit.settle()
     problems += page_visit.problems
     assert not problems, f"{relpath}:\n  " + "\n  ".join(problems)
 
@@ -882,8 +923,9 @@ ARTICLE_CONTROLS = """() => Array.from(
 def test_no_control_moves_without_effect(visit, relpath: str) -> None:
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
-    page = visit(relpath).page
-    page.wait_for_load_state("networkidle")
+    page_visit = visit(relpath)
+    page = page_visit.page
+    page_visit.settle()
     if relpath in PAGES_WITH_FIGURES:
         _draw_figures(page)
     dead = [c["html"] for c in page.evaluate(ARTICLE_CONTROLS) if not c["inFigure"]]
@@ -923,8 +965,9 @@ def test_page_fits_a_narrow_screen(visit, relpath: str) -> None:
     """At 400 px the page never scrolls sideways (code blocks scroll inside themselves)."""
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
-    page = visit(relpath, viewport={"width": NARROW_WIDTH, "height": 800}).page
-    page.wait_for_load_state("networkidle")
+    page_visit = visit(relpath, viewport={"width": NARROW_WIDTH, "height": 800})
+    page = page_visit.page
+    page_visit.settle()
     if relpath in PAGES_WITH_FIGURES:
         _draw_figures(page)
     width = page.evaluate("() => document.documentElement.scrollWidth")
@@ -997,8 +1040,9 @@ def _luminance(colour: str) -> float:
 def test_figures_readable_in_dark_mode(visit, relpath: str) -> None:
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
-    page = visit(relpath, init_script="localStorage.setItem('mode', 'dark')").page
-    page.wait_for_load_state("networkidle")
+    page_visit = visit(relpath, init_script="localStorage.setItem('mode', 'dark')")
+    page = page_visit.page
+    page_visit.settle()
     assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
     if relpath in PAGES_WITH_FIGURES:
         _draw_figures(page)
@@ -1054,8 +1098,9 @@ def test_sidebar_toggles_open_on_a_phone(visit) -> None:
     """At 400 px the visible toggles open the chapter list and the page contents."""
     if SAMPLE_CHAPTER not in PAGES:
         _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
-    page = visit(SAMPLE_CHAPTER, viewport={"width": NARROW_WIDTH, "height": 800}).page
-    page.wait_for_load_state("networkidle")
+    page_visit = visit(SAMPLE_CHAPTER, viewport={"width": NARROW_WIDTH, "height": 800})
+    page = page_visit.page
+    page_visit.settle()
     assert not _visible(page, "#pst-primary-sidebar a.reference"), "chapter list shown at once"
     _visible_toggle(page, "primary").click()
     page.wait_for_timeout(400)
@@ -1077,8 +1122,9 @@ def test_sidebar_toggles_open_on_a_phone(visit) -> None:
 def test_sidebar_toggle_collapses_on_a_desktop_and_search_is_offered_once(visit) -> None:
     if SAMPLE_CHAPTER not in PAGES:
         _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
-    page = visit(SAMPLE_CHAPTER, viewport={"width": WIDE_WIDTH, "height": 900}).page
-    page.wait_for_load_state("networkidle")
+    page_visit = visit(SAMPLE_CHAPTER, viewport={"width": WIDE_WIDTH, "height": 900})
+    page = page_visit.page
+    page_visit.settle()
     assert _visible(page, "#pst-primary-sidebar"), "the chapter list is not shown at 1280 px"
     searches = page.evaluate(
         f"""() => Array.from(document.querySelectorAll(
@@ -1134,7 +1180,7 @@ def test_every_header_button_shows_its_icon(browser_with_scrollbars, base_url, w
     try:
         page = page_visit.page
         page.goto(page_visit.url, wait_until="load")
-        page.wait_for_load_state("networkidle")
+        page_visit.settle()
         buttons = page.evaluate(HEADER_BUTTONS)
     finally:
         page_visit.close()
@@ -1225,8 +1271,9 @@ CODE_BOXES = "article div.cell pre, article div.highlight pre"
 
 
 def _open_wide(visit, relpath: str):
-    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}).page
-    page.wait_for_load_state("networkidle")
+    page_visit = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900})
+    page = page_visit.page
+    page_visit.settle()
     if page.locator("div.math").count():
         page.wait_for_function(
             "() => document.documentElement.dataset.peMathFitted === 'true'",
@@ -1283,8 +1330,11 @@ def test_figures_are_sharp_on_high_dpi_screens(visit, relpath: str) -> None:
     density a smaller copy)."""
     if not CHAPTER_PAGES:
         _not_available(f"no chapter pages under {HTML_DIR}: run `make book` first")
-    page = visit(relpath, viewport={"width": WIDE_WIDTH, "height": 900}, device_scale_factor=2).page
-    page.wait_for_load_state("networkidle")
+    page_visit = visit(
+        relpath, viewport={"width": WIDE_WIDTH, "height": 900}, device_scale_factor=2
+    )
+    page = page_visit.page
+    page_visit.settle()
     check_images(page)
     soft = [
         f"{img['src']}: {img['natural']} px shown {img['shown']} px wide"
@@ -1488,11 +1538,11 @@ def test_first_visit_weight(browser, base_url, relpath: str) -> None:
         page = page_visit.page
         page.on("requestfinished", record)
         page.goto(page_visit.url, wait_until="load")
-        page.wait_for_load_state("networkidle")
+        page_visit.settle()
         if relpath in PAGES_WITH_FIGURES:
             _draw_figures(page)
         check_images(page)
-        page.wait_for_load_state("networkidle")
+        page_visit.settle()
         holds = {path: _holds_user(page, user) for path, user in USERS_OF_FILES.items()}
     finally:
         page_visit.close()
@@ -1547,7 +1597,7 @@ def _open(browser, base_url: str, relpath: str, theme: str | None = None, **opti
     page_visit = PageVisit(browser, base_url, relpath, init_script=script, **options)
     page = page_visit.page
     page.goto(page_visit.url, wait_until="load")
-    page.wait_for_load_state("networkidle")
+    page_visit.settle()
     if page.locator("div.math, span.math").count():
         page.wait_for_function(
             "() => document.documentElement.dataset.peMathFitted === 'true'",
@@ -1775,7 +1825,7 @@ def _open_as_loaded(browser, base_url: str, relpath: str, **options) -> PageVisi
     )
     page = page_visit.page
     page.goto(page_visit.url, wait_until="load")
-    page.wait_for_load_state("networkidle")
+    page_visit.settle()
     page.wait_for_function(
         "() => document.documentElement.dataset.peMathFitted === 'true'", timeout=MATH_TIMEOUT_MS
     )
@@ -2130,7 +2180,7 @@ def test_first_visit_follows_the_system_and_the_switch_changes_the_page(
     try:
         page = page_visit.page
         page.goto(page_visit.url, wait_until="load")
-        page.wait_for_load_state("networkidle")
+        page_visit.settle()
         first = page.evaluate("() => document.documentElement.dataset.theme")
         switches = page.locator(THEME_SWITCH)
         visible = [switches.nth(i) for i in range(switches.count()) if switches.nth(i).is_visible()]

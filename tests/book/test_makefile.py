@@ -103,6 +103,22 @@ def test_a_dry_run_of_a_test_stage_records_no_time() -> None:
     add a time there."""
     times = ROOT / "_build" / "test-times.txt"
     before = times.read_bytes() if times.exists() else None
-    commands = _dry_run("stage-check")
+    commands = _dry_run("stage-lint")
     assert any("ruff check" in c for c in commands)
     assert (times.read_bytes() if times.exists() else None) == before
+
+
+def test_make_test_checks_what_make_check_does_on_the_build_s_own_execution() -> None:
+    """Every part of ``make check`` is a stage of ``make test`` but nbval, whose comparison
+    ``make outputs`` makes on the chapters as the build executed them (the same sanitizers), after
+    the build; nbval still re-executes every chapter there, in the Binder stage."""
+    stages = _variable("TEST_STAGES").split()
+    parts = _variable("CHECK_PARTS").split()
+    assert set(parts) - {"nbval"} <= set(stages) and {"book", "outputs", "binder-test"} <= set(
+        stages
+    )
+    sanitize = re.search(r"--nbval-sanitize-with (\S+)", "\n".join(_dry_run("nbval")))
+    assert sanitize
+    compare = next(c for c in _dry_run("outputs") if "compare_outputs.py" in c)
+    assert f"compare_outputs.py {sanitize[1]} _build/jupyter_execute/book" in compare
+    assert all(chapter in compare for chapter in _variable("CHAPTERS").split())

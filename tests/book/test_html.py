@@ -233,12 +233,15 @@ class PageVisit:
         self.in_flight: set = set()
         self.requests = 0
         self.page.on("request", self._on_request)
-        self.page.on("requestfinished", self.in_flight.discard)
-        self.page.on("requestfailed", self.in_flight.discard)
+        self.page.on("requestfinished", self._on_request_ended)
+        self.page.on("requestfailed", self._on_request_ended)
 
     def _on_request(self, request) -> None:
         self.in_flight.add(request)
         self.requests += 1
+
+    def _on_request_ended(self, request) -> None:
+        self.in_flight.discard(request)
 
     def settle(self) -> None:
         """Waits until the page asks for nothing more: no request in flight, then its fonts

@@ -108,13 +108,13 @@ check: $(STAMP) weights $(VEGA) $(ICONS) $(KATEX)
 ## student editions, the Korean edition.
 # Two stages run at a time (two cores; most stages keep one busy), in two lines: the strict build,
 # then the outputs it executed compared with the stored ones (`make outputs`: nbval's comparison
-# without executing the chapters a second time natively), editions-test, korean-test, other-seeds
-# and integration; beside them lint, unit and binder-test. Then the two browser stages, html-test
+# without executing the chapters a second time natively), editions-test and korean-test; beside
+# them lint, unit, binder-test, other-seeds and integration. Then the two browser stages, html-test
 # beside korean-html-test, each with its own browser and nothing else running (formulas are
 # typeset when the book is built: the pages wait on no script to draw them). Make starts no stage
 # after one fails. Each stage prints how long it took; the times are kept in
 # _build/test-times.txt.
-TEST_STAGES := lint book unit outputs binder-test editions-test korean-test other-seeds \
+TEST_STAGES := lint book unit outputs binder-test editions-test other-seeds korean-test \
 	integration html-test korean-html-test
 .PHONY: $(TEST_STAGES:%=stage-%)
 test: $(STAMP)
@@ -131,13 +131,13 @@ $(TEST_STAGES:%=stage-%): stage-%:
 		| tee -a _build/test-times.txt
 stage-unit: stage-lint
 stage-binder-test: stage-unit
+stage-other-seeds: stage-binder-test
+stage-integration: stage-other-seeds
 stage-outputs: stage-book
 stage-editions-test: stage-outputs
 stage-korean-test: stage-editions-test
-stage-other-seeds: stage-korean-test
-stage-integration: stage-other-seeds
-stage-html-test: stage-binder-test stage-integration
-stage-korean-html-test: stage-binder-test stage-integration
+stage-html-test: stage-integration stage-korean-test
+stage-korean-html-test: stage-integration stage-korean-test
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)

@@ -33,6 +33,7 @@ AXE := tests/book/axe-core/axe.min.js
 
 .DEFAULT_GOAL := help
 .PHONY: help book book-en check test lint unit integration nbval other-seeds binder-test html-test
+.PHONY: html-test-shared html-test-rest
 .PHONY: execute bench clean weights outputs
 .PHONY: pdf student site editions-test book-ko catalogues korean-test korean-html-test
 
@@ -109,13 +110,15 @@ check: $(STAMP) weights $(VEGA) $(ICONS) $(KATEX)
 # Two stages run at a time (two cores; most stages keep one busy), in two lines: the strict build,
 # then the outputs it executed compared with the stored ones (`make outputs`: nbval's comparison
 # without executing the chapters a second time natively), editions-test and korean-test; beside
-# them lint, unit, binder-test, other-seeds and integration. Then the two browser stages, html-test
-# beside korean-html-test, each with its own browser and nothing else running (formulas are
-# typeset when the book is built: the pages wait on no script to draw them). Make starts no stage
-# after one fails. Each stage prints how long it took; the times are kept in
+# them lint, unit, binder-test, other-seeds and integration. Then the browser stages, two at a
+# time, each with its own browser and nothing else running (formulas are typeset when the book is
+# built: the pages wait on no script to draw them): `make html-test` in two parts, the checks the
+# Korean pages get too (html-test-shared) and the others (html-test-rest), beside
+# korean-html-test, so that each core has about as much to do. Make starts no stage after one
+# fails. Each stage prints how long it took; the times are kept in
 # _build/test-times.txt.
 TEST_STAGES := lint book unit outputs binder-test editions-test other-seeds korean-test \
-	integration html-test korean-html-test
+	integration html-test-rest korean-html-test html-test-shared
 .PHONY: $(TEST_STAGES:%=stage-%)
 test: $(STAMP)
 	@mkdir -p _build && : > _build/test-times.txt
@@ -136,8 +139,7 @@ stage-integration: stage-other-seeds
 stage-outputs: stage-book
 stage-editions-test: stage-outputs
 stage-korean-test: stage-editions-test
-stage-html-test: stage-integration stage-korean-test
-stage-korean-html-test: stage-integration stage-korean-test
+stage-html-test-rest stage-korean-html-test stage-html-test-shared: stage-integration stage-korean-test
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)
@@ -178,6 +180,10 @@ binder-test: $(STAMP) weights
 ## the Korean edition, where its language switches lead).
 html-test: $(STAMP) book book-ko $(AXE)
 	$(BIN)/python -m pytest tests -m html
+# html-test in two parts (make test runs them beside korean-html-test): the checks every Korean
+# page gets too (korean_browser, below), and the others.
+html-test-shared html-test-rest: html-test-%: $(STAMP) book book-ko $(AXE)
+	$(BIN)/python -m pytest tests -m "html and $(if $(filter rest,$*),not )korean_browser"
 
 # The PDF is the HTML book put together in one page and printed once by Chromium, tagged, with
 # its outline and page labels appended (tools/print_pdf.py): it prints what `make book` built,

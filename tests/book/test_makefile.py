@@ -122,3 +122,17 @@ def test_make_test_checks_what_make_check_does_on_the_build_s_own_execution() ->
     compare = next(c for c in _dry_run("outputs") if "compare_outputs.py" in c)
     assert f"compare_outputs.py {sanitize[1]} _build/jupyter_execute/book" in compare
     assert all(chapter in compare for chapter in _variable("CHAPTERS").split())
+
+
+def test_make_test_runs_every_browser_test_in_its_two_parts() -> None:
+    """``make test`` runs ``make html-test`` as two stages, which together select what it selects
+    (the html tests with the korean_browser marker, and those without), beside the Korean one."""
+    stages = _variable("TEST_STAGES").split()
+    assert {"html-test-shared", "html-test-rest", "korean-html-test"} <= set(stages)
+    assert "html-test" not in stages
+    whole = next(c for c in _dry_run("html-test") if "pytest" in c)
+    shared = next(c for c in _dry_run("html-test-shared") if "pytest" in c)
+    rest = next(c for c in _dry_run("html-test-rest") if "pytest" in c)
+    assert whole.endswith("-m html")
+    assert shared.endswith('-m "html and korean_browser"')
+    assert rest.endswith('-m "html and not korean_browser"')

@@ -249,13 +249,15 @@ class PageVisit:
         that the layout asks for are asked for in). Playwright's "networkidle" tells the same by
         500 ms without a request, every time."""
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
-        while True:
-            while self.in_flight:
-                if time.monotonic() > deadline:
-                    urls = sorted(request.url for request in self.in_flight)
-                    raise AssertionError(
-                        f"{self.url}: still loading after {SETTLE_TIMEOUT_S} s: {urls}"
-                    )
+
+        def in_time() -> bool:
+            if time.monotonic() > deadline:
+                urls = sorted(request.url for request in self.in_flight)
+                raise AssertionError(f"{self.url}: not settled after {SETTLE_TIMEOUT_S} s: {urls}")
+            return True
+
+        while in_time():
+            while self.in_flight and in_time():
                 self.page.wait_for_timeout(20)
             made = self.requests
             try:

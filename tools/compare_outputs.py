@@ -65,15 +65,10 @@ def _sanitized(value: Any, rules: Sanitizers) -> Any:
 def compared(outputs: list[dict[str, Any]], rules: Sanitizers) -> dict[str, list[Any]]:
     """A cell's outputs as nbval compares them: each field or MIME type, its values in order."""
     fields: dict[str, list[Any]] = defaultdict(list)
-    streams: dict[str, int] = {}
+    streams: dict[str, str] = {}
     for output in outputs:
         if output.get("output_type") == "stream":
-            name = output["name"]
-            if name in streams:
-                fields[name][streams[name]] += _text(output["text"])
-            else:
-                streams[name] = len(fields[name])
-                fields[name].append(_text(output["text"]))
+            streams[output["name"]] = streams.get(output["name"], "") + _text(output["text"])
             continue
         for key, value in output.items():
             if key == "data":
@@ -82,8 +77,8 @@ def compared(outputs: list[dict[str, Any]], rules: Sanitizers) -> dict[str, list
                         fields[mime].append(_sanitized(content, rules))
             elif key not in SKIPPED:
                 fields[key].append(_sanitized(value, rules))
-    for name in streams:
-        fields[name] = [_sanitized(_printed(text), rules) for text in fields[name]]
+    for name, text in streams.items():
+        fields[name] = [_sanitized(_printed(text), rules)]
     return dict(fields)
 
 

@@ -11,8 +11,8 @@
 // (small-screens.css gives inline math no scroll box otherwise). Every formula is fitted when the
 // page is first laid out (before it is drawn, reading the layout the browser has just made, so
 // that no script forces one while the page loads), again when a font arrives (KaTeX's boxes are
-// measured in its own fonts), and again when the column changes width. Every equation is measured first and
-// written after: one layout for the whole page. KaTeX sizes a formula in em, so its width scales
+// measured in its own fonts), and again when the column changes width. Every equation is
+// measured first and written after: one layout for the whole page. KaTeX sizes a formula in em, so its width scales
 // with its font size and the scaled width is known without measuring it again. The page's <html>
 // gets data-pe-math-fitted="true" after the first fit.
 //

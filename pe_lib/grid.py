@@ -6,7 +6,7 @@ learned table of one row per patch, which a new resolution must *resize*
 by (:mod:`pe_lib.axial`): :func:`grid_positions` in reading order, in Qwen2-VL's 2x2 merge windows
 (``merge=2``), or from 1 as Llama 4's vision encoder counts. :func:`mrope_positions` gives every
 token of a text-and-image sequence its (time, row, column) for M-RoPE, as Qwen2-VL's
-``get_rope_index`` does for images.
+``get_rope_index`` does for images; it refuses videos, whose time positions differ between models.
 """
 
 from __future__ import annotations
@@ -53,15 +53,22 @@ def grid_positions(rows: int, columns: int, *, start: int = 0, merge: int = 1) -
     return torch.stack(order, dim=-1) + start
 
 
-def _check_grids(grids: object) -> list[tuple[int, int, int]]:
+def _check_grids(grids: object) -> list[tuple[int, int]]:
     if not isinstance(grids, Sequence):
         raise TypeError(f"image_grids must be a sequence of (t, rows, columns), got {grids!r}")
     checked = []
-    for grid in grids:
+    for n, grid in enumerate(grids):
         if not isinstance(grid, Sequence) or len(grid) != 3:
             raise TypeError(f"image_grids must hold (t, rows, columns) triples, got {grid!r}")
         t, h, w = (check_positive_int("image_grids entry", size) for size in grid)
-        checked.append((t, h, w))
+        if t != 1:
+            raise ValueError(
+                f"image_grids[{n}] = {tuple(grid)} has t={t} time steps: mrope_positions places "
+                f"images only (t = 1), as chapter 13 teaches them; a video's time positions differ "
+                f"between models (Qwen2-VL counts its time steps, Qwen2.5-VL spaces them by "
+                f"second_per_grid_ts) and are not implemented"
+            )
+        checked.append((h, w))
     return checked
 
 
@@ -80,11 +87,18 @@ def mrope_positions(
     side, not by its number of tokens (Qwen2-VL, arXiv 2409.12191 section 2.1; transformers
     5.23's ``Qwen2VLModel.get_rope_index`` for images).
 
+    Videos are refused: their time positions are not the same in every model (Qwen2-VL's
+    ``get_rope_index`` counts the merged time steps, Qwen2.5-VL's multiplies them by
+    ``tokens_per_second * second_per_grid_ts``), and in transformers 5.23 the text after a video
+    resumes at ``p + max(rows, columns) / merge`` even when the video has more time steps than
+    that, so that text shares time positions with the video's last steps.
+
     Args:
         is_image: one flag per token, True for an image token; each run of image tokens is one
             image.
         image_grids: ``(t, rows, columns)`` of each image in patches before merging, in order
-            (the processor's ``image_grid_thw``; ``t`` is 1 for an image).
+            (the processor's ``image_grid_thw``). ``t`` must be 1: a grid with more time steps
+            (a video) raises ``ValueError``.
         merge: the vision tower's ``spatial_merge_size``.
 
     Returns:
@@ -112,20 +126,22 @@ def mrope_positions(
                 raise ValueError(
                     "is_image has more runs of image tokens than image_grids has images"
                 )
-            t, h, w = grid
+            h, w = grid
             if h % merge or w % merge:
                 raise ValueError(
-                    f"an image's rows and columns must be multiples of merge={merge}, got {grid}"
+                    f"an image's rows and columns must be multiples of merge={merge}, got "
+                    f"{(1, h, w)}"
                 )
-            tokens = t * (h // merge) * (w // merge)
+            tokens = (h // merge) * (w // merge)
             if end - index != tokens:
                 raise ValueError(
-                    f"an image of grid {grid} with merge={merge} has {tokens} tokens, but its run "
-                    f"in is_image has {end - index}"
+                    f"an image of grid {(1, h, w)} with merge={merge} has {tokens} tokens, but its "
+                    f"run in is_image has {end - index}"
                 )
-            time = torch.arange(t).repeat_interleave(tokens // t)
-            space = grid_positions(h // merge, w // merge).repeat(t, 1)
-            runs.append(torch.cat([time.unsqueeze(-1), space], dim=-1) + position)
+            # time p for every token of the image, row p + i and column p + j
+            space = grid_positions(h // merge, w // merge)
+            time = torch.zeros(tokens, 1, dtype=space.dtype)
+            runs.append(torch.cat([time, space], dim=-1) + position)
             position += max(h, w) // merge
         index = end
     if next(grids, None) is not None:

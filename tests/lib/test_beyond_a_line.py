@@ -10,7 +10,9 @@ Every test builds the transformers piece from a tiny config (no network, no weig
 * Qwen2-VL's ``Qwen2VLModel.get_rope_index`` and ``Qwen2VLRotaryEmbedding``, Qwen3-VL's
   ``Qwen3VLTextRotaryEmbedding``, with :func:`pe_lib.grid.mrope_positions` and M-RoPE's angles;
 * T5's ``T5Attention._relative_position_bucket`` and ``compute_bias`` with
-  :func:`pe_lib.relative_bias.t5_relative_buckets`.
+  :func:`pe_lib.relative_bias.t5_relative_buckets`;
+* Wav2Vec2-BERT's ``relative_key`` attention (Shaw et al.'s clipped distances, for keys) with
+  :func:`pe_lib.relative_bias.clipped_relative_positions`.
 """
 
 from __future__ import annotations
@@ -233,8 +235,16 @@ def test_on_text_mrope_is_rope() -> None:
 # --- relative biases --------------------------------------------------------------------------
 
 
+#: Settings where T5's float32 logarithm and a float64 one give different buckets (the rounding
+#: of a quotient that is an integer in exact arithmetic): the comparison with transformers
+#: then checks that pe_lib computes in float32 as the model does.
+ROUNDING_MATTERS = [(18, 128, True), (34, 27, True), (36, 32, False)]
+
+
 @pytest.mark.parametrize("bidirectional", [True, False])
-@pytest.mark.parametrize(("buckets", "distance"), [(32, 128), (16, 40), (64, 300)])
+@pytest.mark.parametrize(
+    ("buckets", "distance"), [(32, 128), (16, 40), (64, 300), (18, 128), (34, 27), (36, 32)]
+)
 def test_t5_buckets_equal_transformers(bidirectional: bool, buckets: int, distance: int) -> None:
     from transformers.models.t5.modeling_t5 import T5Attention
 
@@ -244,6 +254,34 @@ def test_t5_buckets_equal_transformers(bidirectional: bool, buckets: int, distan
         relative, bidirectional=bidirectional, num_buckets=buckets, max_distance=distance
     )
     assert torch.equal(theirs, ours)
+
+
+def _buckets_in_float64(distance: torch.Tensor, side: int, max_distance: int) -> torch.Tensor:
+    """One side's bucket of each distance, T5's formula with the logarithm in float64."""
+    exact = side // 2
+    scaled = torch.log(distance.double() / exact) / math.log(max_distance / exact) * (side - exact)
+    far = (exact + scaled.to(torch.int64)).clamp(max=side - 1)
+    return torch.where(distance < exact, distance, far)
+
+
+@pytest.mark.parametrize(("buckets", "distance", "bidirectional"), ROUNDING_MATTERS)
+def test_t5_buckets_in_float64_would_differ(
+    buckets: int, distance: int, bidirectional: bool
+) -> None:
+    distances = torch.arange(0, 1001)
+    side = buckets // 2 if bidirectional else buckets
+    ours = t5_relative_buckets(
+        -distances, bidirectional=bidirectional, num_buckets=buckets, max_distance=distance
+    )
+    assert not torch.equal(ours, _buckets_in_float64(distances, side, distance))
+
+
+def test_t5_published_buckets_are_the_same_in_float64() -> None:
+    # T5's own setting (32 buckets, 128): no distance up to 100,000 moves in float64.
+    distances = torch.arange(0, 100_001)
+    for bidirectional, side in ((True, 16), (False, 32)):
+        ours = t5_relative_buckets(-distances, bidirectional=bidirectional)
+        assert torch.equal(ours, _buckets_in_float64(distances, side, 128))
 
 
 def _starts(buckets: torch.Tensor, distances: torch.Tensor) -> list[int]:
@@ -288,6 +326,32 @@ def test_clipped_relative_positions() -> None:
     index = clipped_relative_positions(4, 6, 2)
     assert index.tolist()[0] == [2, 3, 4, 4, 4, 4]
     assert index.tolist()[3] == [0, 0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(("q_len", "k_len", "k"), [(7, 7, 2), (5, 12, 3), (9, 4, 6)])
+def test_clipped_relative_positions_equal_wav2vec2_bert(q_len: int, k_len: int, k: int) -> None:
+    # Wav2Vec2-BERT's "relative_key" attention clips j - i to [-left, right] and reads a learned
+    # vector per clipped distance (Shaw et al.'s keys); with left = right = k, Shaw's index.
+    from transformers.models.wav2vec2_bert import modeling_wav2vec2_bert as w2v_bert
+
+    config = transformers.Wav2Vec2BertConfig(
+        hidden_size=16,
+        num_attention_heads=1,
+        position_embeddings_type="relative_key",
+        left_max_position_embeddings=k,
+        right_max_position_embeddings=k,
+    )
+    attention = w2v_bert.Wav2Vec2BertSelfAttention(config)
+    with torch.no_grad():  # row n of the table holds n in channel 0: the bias reads the index
+        attention.distance_embedding.weight.zero_()
+        attention.distance_embedding.weight[:, 0] = torch.arange(2 * k + 1)
+    query = torch.zeros(1, 1, q_len, 16)
+    query[..., 0] = 1.0
+    _, bias = w2v_bert._apply_relative_key_position_encoding(
+        attention, query, torch.zeros(1, 1, k_len, 16)
+    )
+    index = (bias[0, 0] / attention.scaling).round().long()
+    assert torch.equal(index, clipped_relative_positions(q_len, k_len, k))
 
 
 # --- bad input --------------------------------------------------------------------------------

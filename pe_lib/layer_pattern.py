@@ -1,9 +1,9 @@
 r"""Which layers of a model see positions, through which keys, with which rotary entry.
 
-Today's open models do not treat every layer alike. Gemma 3 and Command R7B (Cohere 2) alternate
-*sliding-window* layers, whose queries see only the last few thousand keys, with *global*
-layers that see them all; Gemma 3 gives the two kinds different rotary bases, Command R7B gives
-its global layers no positions at all; Llama 4 leaves every fourth layer without RoPE and
+Today's open models do not treat every layer alike. Gemma 2, Gemma 3 and Command R7B (Cohere 2)
+alternate *sliding-window* layers, whose queries see only the last few thousand keys, with
+*global* layers that see them all; Gemma 3 gives the two kinds different rotary bases, Command
+R7B gives its global layers no positions at all; Llama 4 leaves every fourth layer without RoPE and
 confines the others to chunks of the sequence; gpt-oss alternates windows of 128 keys with
 global layers. :func:`layer_pattern` reads this from a model's configuration, one
 :class:`LayerPositions` per layer.
@@ -225,6 +225,7 @@ def _llama4(config: Mapping[str, Any]) -> list[LayerPositions]:
 
 #: Every model type whose layers differ, with its rule; a new pattern is one entry here.
 LAYER_PATTERNS: dict[str, LayerPatternRule] = {
+    "gemma2": _by_layer_types("gemma2", 2),
     "gemma3_text": _gemma3,
     "gemma3": _gemma3,
     "gemma4_text": _by_layer_types("gemma4_text", 6),

@@ -10,8 +10,10 @@ which keys it sees; :func:`pe_lib.temperature.attention_temperature` gives the t
 rounding, and the layers the model rotated must be those pe_lib says rotate.
 
 * Llama 4 (``models/llama4/modeling_llama4.py``): ``no_rope_layers``, chunked attention on the
-  RoPE layers, the query temperature on the NoPE layers (counted from the cache);
+  RoPE layers, the query temperature on the NoPE layers (counted from the cache), and Scout's
+  ``llama3`` scaling (factor 16, equal frequency factors) on the RoPE layers;
 * Cohere 2 (``models/cohere2/modeling_cohere2.py``): RoPE on the sliding layers only;
+* Gemma 2 (``models/gemma2/modeling_gemma2.py``): sliding and full layers in turn, one base;
 * Gemma 3 (``models/gemma3/modeling_gemma3.py``): two bases, sliding windows;
 * gpt-oss (``models/gpt_oss/modeling_gpt_oss.py``): windows of alternating layers, YaRN's
   factor on cos and sin (``truncate: false``), learned sinks;
@@ -183,8 +185,7 @@ def _llama4_config(**extra: Any) -> Any:
         attention_chunk_size=4,
         floor_scale=4,  # the temperature grows within 12 positions
         attn_scale=0.5,
-        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
-        **extra,
+        **{"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}, **extra},
     )
 
 
@@ -229,6 +230,55 @@ def test_llama4_nope_layers_chunks_and_temperature():
     assert (wrong - theirs).abs().max() > 10 * ATOL  # a small model: small effects
 
 
+def test_llama4_scout_llama3_scaling_on_the_rope_layers():
+    """Scout's entry, ``llama3`` with factor 16 and equal frequency factors (no smooth band:
+    pairs slower than the original length are divided by 16, the others kept), with the
+    original length scaled down to the tiny model so that the divided pairs turn visibly
+    within its 12 positions."""
+    scout = {
+        "rope_type": "llama3",
+        "factor": 16.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 1.0,
+        "original_max_position_embeddings": 8,
+        "rope_theta": 500000.0,
+    }
+    config = _llama4_config(rope_parameters=scout)
+    model = _model(config)
+    theirs = _logits(model)
+
+    def pe_lib_positions() -> _PeLibPositions:
+        return _PeLibPositions(
+            model,
+            "llama4",
+            rotation="apply_rotary_emb",
+            layout="interleaved",
+            temperatures=("nope_log",),
+            seq_first=True,
+        )
+
+    for attention in model.modules():  # pe_lib applies the temperature instead of the model
+        if hasattr(attention, "attn_temperature_tuning"):
+            attention.attn_temperature_tuning = False
+    positions = pe_lib_positions()
+    assert all(layer.rope == scout for layer in positions.pattern if layer.rotates)
+    with positions.active():
+        ours = _logits(model)
+    torch.testing.assert_close(ours, theirs, atol=ATOL, rtol=RTOL)
+    assert sorted(set(positions.rotated)) == _rotating(positions.pattern) == [0, 1, 2, 4, 5, 6]
+    # the test can fail: the same layers without the scaling give other logits
+    plain = pe_lib_positions()
+    plain.pattern = [
+        LayerPositions(layer.attention, layer.window, {"rope_type": "default", "rope_theta": 5e5})
+        if layer.rotates
+        else layer
+        for layer in plain.pattern
+    ]
+    with plain.active():
+        wrong = _logits(model)
+    assert (wrong - theirs).abs().max() > 10 * ATOL
+
+
 def test_llama4_temperature_formula_and_explicit_no_rope_layers():
     config = {"model_type": "llama4_text", "attn_scale": 0.1, "floor_scale": 8192}
     p = torch.tensor([0, 8190, 8191, 3 * 8192 - 1, 10**6])
@@ -269,6 +319,33 @@ def test_cohere2_rotates_its_sliding_layers_only():
     assert _rotating(positions.pattern) == [0, 1, 2]
     assert sorted(set(positions.rotated)) == [0, 1, 2]
     assert positions.pattern[0].window == 4 and positions.pattern[3].attention == "full"
+
+
+def test_gemma2_alternates_sliding_and_full_layers():
+    config = transformers.Gemma2Config(
+        **{**_SMALL, "head_dim": 16},
+        sliding_window=5,
+        query_pre_attn_scalar=16,
+        attn_logit_softcapping=None,  # pe_lib's attention here has no softcapping
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+    model = _model(config)
+    theirs = _logits(model)
+    positions = _PeLibPositions(
+        model, "gemma2", scale=lambda module: config.query_pre_attn_scalar**-0.5
+    )
+    assert [layer.attention for layer in positions.pattern] == ["sliding", "full"] * 2
+    assert [layer.window for layer in positions.pattern] == [5, None] * 2
+    with positions.active():
+        ours = _logits(model)
+    torch.testing.assert_close(ours, theirs, atol=ATOL, rtol=RTOL)
+    assert sorted(set(positions.rotated)) == [0, 1, 2, 3]
+    # the test can fail: every layer seeing every key gives other logits
+    full = _PeLibPositions(model, "gemma2", scale=lambda module: config.query_pre_attn_scalar**-0.5)
+    full.pattern = [LayerPositions("full", None, layer.rope) for layer in full.pattern]
+    with full.active():
+        wrong = _logits(model)
+    assert (wrong - theirs).abs().max() > 10 * ATOL
 
 
 def test_gemma3_two_bases_and_windows():

@@ -15,8 +15,13 @@ cache, ``total = cached + new``; ``kv_heads`` key-value heads of ``head_dim`` ch
 * :class:`KVCache` and :func:`run_cached`: :class:`pe_lib.pretrained.RotaryLlama` fed a few
   tokens at a time. Each layer's keys are kept either *rotated* at their own positions when
   they are written (the usual cache: nothing cached is rotated again), or *unrotated*, rotated
-  at every read at the positions the caller gives (by default their slot in the cache, which
-  a cache that evicts tokens needs: StreamingLLM, Xiao et al., 2024, section 3.2).
+  at every read at the positions the caller gives (by default their slot in the cache).
+* :meth:`KVCache.keep`: an eviction. A cache that evicts tokens puts each key at its slot in
+  the cache (StreamingLLM, Xiao et al., 2024, section 3.2), which two designs give: unrotated
+  keys, rotated at their slots at every read (StreamingLLM's own code), or rotated keys that
+  are rotated again by minus the number of slots they moved at each eviction, since rotations
+  compose (llama.cpp's K-shift, ``build_rope_shift`` in ``src/llama-kv-cache.cpp``;
+  transformers' ``SinkCache`` up to release 4.52).
 
 With an empty cache, :func:`run_cached` is a full forward pass with any positions and any mask
 (:meth:`RotaryLlama.forward <pe_lib.pretrained.RotaryLlama.forward>` with a causal mask is the
@@ -40,7 +45,8 @@ from ._validation import (
     check_positive_int,
 )
 from .pretrained import RotaryLlama, _block_qkv, _block_rest, _rms_norm
-from .rope import apply_rope
+from .rope import apply_rope, rope_angles, rotate
+from .rope_scaling import resolve_scaling
 
 __all__ = [
     "KVCache",
@@ -147,8 +153,8 @@ class KVCache:
 
     Attributes:
         rotated: ``True`` (the usual cache) keeps keys rotated at the positions they were
-            written at, never rotated again; ``False`` keeps them unrotated, to be rotated at
-            each read (a cache that evicts tokens, whose keys change slots).
+            written at, rotated again only by an eviction (:meth:`keep`); ``False`` keeps them
+            unrotated, to be rotated at each read.
         keys, values: one tensor per layer once something is cached.
     """
 
@@ -164,16 +170,32 @@ class KVCache:
         """How many tokens are cached (per row, padding included)."""
         return 0 if not self.keys else int(self.keys[0].shape[-2])
 
-    def keep(self, slots: Sequence[int] | torch.Tensor) -> None:
+    def keep(self, slots: Sequence[int] | torch.Tensor, model: RotaryLlama | None = None) -> None:
         """Keep only the tokens at ``slots`` (increasing), in that order: an eviction.
 
-        Only an unrotated cache may evict: a rotated key would keep the angle of its old slot.
+        The token at slot ``slots[i]`` moves to slot ``i``, ``slots[i] - i`` slots down. An
+        unrotated cache only drops the others: its keys are rotated when they are read, at
+        whatever positions :func:`run_cached` is given (by default their new slots). A rotated
+        cache needs ``model``, the one that wrote it: each key is rotated again by
+        ``-(slots[i] - i)`` positions (llama.cpp's K-shift), so that a key written at position
+        ``p`` is now at ``p - (slots[i] - i)``, as if it had been written there, up to one
+        rounding to the keys' dtype per eviction (the rotation itself runs in float32, as
+        :func:`~pe_lib.rope.rotate` does).
+
+        Args:
+            slots: int ``(kept,)``, increasing, each in ``[0, length)``.
+            model: ``None`` for an unrotated cache; for a rotated one, the
+                :class:`~pe_lib.pretrained.RotaryLlama` whose base, layout and scaling rotated
+                the keys (a scaling whose frequencies depend on the sequence length,
+                ``"dynamic"`` or ``"longrope"``, is refused: a key rotated at one length's
+                frequencies cannot be moved with another's).
+
+        Raises:
+            TypeError: ``slots`` is not a 1-d sequence of ints, or ``model`` not a RotaryLlama.
+            ValueError: ``slots`` out of range or not increasing; ``model`` missing for a
+                rotated cache or given for an unrotated one; a length-dependent scaling.
+            On error the cache is left as it was.
         """
-        if self.rotated:
-            raise ValueError(
-                "keep() needs a cache of unrotated keys (KVCache(rotated=False)): rotated keys "
-                "keep the angle of the slot they were written at"
-            )
         index = torch.as_tensor(slots)
         if index.dtype != torch.int64 or index.dim() != 1:
             raise TypeError(f"slots must be a 1-d sequence of ints, got {slots!r}")
@@ -183,7 +205,39 @@ class KVCache:
                 f"slots must be increasing ints in [0, {self.length}) (the cached tokens), "
                 f"got {index.tolist()}"
             )
-        self.keys = [k[..., index, :] for k in self.keys]
+        keys = [k[..., index, :] for k in self.keys]
+        if not self.rotated:
+            if model is not None:
+                raise ValueError(
+                    "model is for a cache of rotated keys, which an eviction rotates again; "
+                    "an unrotated cache (KVCache(rotated=False)) only drops keys: omit model"
+                )
+        else:
+            if model is None:
+                raise ValueError(
+                    "keep() on a cache of rotated keys needs model=, the RotaryLlama that wrote "
+                    "them: each kept key is rotated again by minus the slots it moves"
+                )
+            model = check_instance("model", model, RotaryLlama)
+            spec = model.spec
+            config = resolve_scaling(model.scaling, spec.rope_theta)
+            if config.entry.needs_seq_len:
+                raise ValueError(
+                    f"model's {config.rope_type!r} scaling chooses its frequencies from the "
+                    f"sequence length, so a key rotated at one length cannot be moved with "
+                    f"another's: use KVCache(rotated=False) to evict"
+                )
+            moved = index - torch.arange(len(index))  # (kept,) slots each key moves down
+            if keys and bool((moved > 0).any()):
+                angles = rope_angles(
+                    moved.to(keys[0].device),
+                    spec.head_dim,
+                    base=spec.rope_theta,
+                    scaling=model.scaling,
+                )  # (kept, head_dim / 2), float64
+                cos, sin = angles.cos(), -angles.sin()  # rotation by -moved
+                keys = [rotate(k, cos, sin, model.layout) for k in keys]
+        self.keys = keys
         self.values = [v[..., index, :] for v in self.values]
 
 

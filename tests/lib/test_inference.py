@@ -20,6 +20,7 @@ from pe_lib.inference import (
     run_cached,
 )
 from pe_lib.pretrained import LlamaSpec, RotaryLlama
+from pe_lib.rope import apply_rope
 
 CONFIG = {
     "vocab_size": 97,
@@ -216,7 +217,7 @@ def test_causal_mask_hides_padding_and_the_future_and_lets_padding_see_itself() 
     assert last.int().tolist() == [[[0, 1, 1, 1]]]
 
 
-def test_an_unrotated_cache_evicts_and_a_rotated_one_refuses(models, ids) -> None:
+def test_an_unrotated_cache_evicts_and_reads_its_keys_at_their_slots(models, ids) -> None:
     _, ours = models
     with torch.no_grad():
         cache = KVCache(rotated=False)
@@ -228,13 +229,136 @@ def test_an_unrotated_cache_evicts_and_a_rotated_one_refuses(models, ids) -> Non
         a = run_cached(ours, ids[:, 8:9], cache)
         b = run_cached(ours, ids[:, 8:9], kept, torch.tensor([5]), key_positions=torch.arange(6))
         torch.testing.assert_close(a, b, rtol=0, atol=0)
-    rotated = KVCache()
-    with pytest.raises(ValueError, match=r"keep\(\) needs a cache of unrotated keys"):
-        rotated.keep([0])
+
+
+def _stub(head_dim: int, base: float, layout: str = "half") -> RotaryLlama:
+    """A RotaryLlama with only what keep() reads: its head size, base and layout."""
+    spec = LlamaSpec(
+        vocab_size=2,
+        hidden_size=head_dim,
+        intermediate_size=2,
+        num_layers=1,
+        num_heads=1,
+        num_kv_heads=1,
+        head_dim=head_dim,
+        rope_theta=base,
+        rms_norm_eps=1e-5,
+        max_position_embeddings=4096,
+    )
+    weights = {
+        "model.embed_tokens.weight": torch.zeros(2, head_dim),
+        "model.norm.weight": torch.ones(head_dim),
+    }
+    return RotaryLlama(spec, weights, layout=layout)
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_rotated_keys_shifted_at_each_eviction_are_unrotated_keys_read_at_their_slots(
+    models, ids, layout
+) -> None:
+    """Both designs of an evicting cache: StreamingLLM's (unrotated keys, rotated at their slots
+    at every read) and llama.cpp's K-shift (rotated keys, rotated again by minus the slots they
+    moved at each eviction). Rotations compose, so in float32 they give the same keys and the
+    same logits at every step; rotated keys never shifted keep their old slots' angles."""
+    theirs, _ = models
+    weights = {k: v.detach() for k, v in theirs.state_dict().items()}
+    spec = LlamaSpec.from_config({**CONFIG, "rope_parameters": {"rope_theta": 1000.0}})
+    ours = RotaryLlama(spec, weights, layout=layout)
+    sinks, window = 2, 5
+    with torch.no_grad():
+        plain, shifted, stale = KVCache(rotated=False), KVCache(), KVCache()
+        for cache in (plain, shifted, stale):
+            run_cached(ours, ids[:, :7], cache)
+        stale_gaps = []
+        for t in range(7, 20):
+            a = run_cached(ours, ids[:, t : t + 1], plain)
+            b = run_cached(ours, ids[:, t : t + 1], shifted)
+            c = run_cached(ours, ids[:, t : t + 1], stale)
+            torch.testing.assert_close(b, a, **TOL)
+            stale_gaps.append(float((c - a).abs().max() / a.abs().max()))
+            n = plain.length
+            keep = list(range(sinks)) + list(range(n - window, n))
+            plain.keep(keep)
+            shifted.keep(keep, ours)
+            # never shifted: the kept keys as they were written
+            stale = KVCache(
+                keys=[k[..., keep, :] for k in stale.keys],
+                values=[v[..., keep, :] for v in stale.values],
+            )
+            # the shifted keys are the unrotated ones rotated at their new slots
+            at_slots = apply_rope(
+                plain.keys[0], torch.arange(plain.length), base=1000.0, layout=layout
+            )
+            torch.testing.assert_close(shifted.keys[0], at_slots, **TOL)
+    assert stale_gaps[0] < 1e-6  # before the first eviction the three caches agree
+    assert min(stale_gaps[1:]) > 1e-3  # after it, never-shifted keys sit at the wrong slots
+
+
+@pytest.mark.parametrize(
+    ("dtype", "drifts"), [(torch.float16, True), (torch.bfloat16, True), (torch.float32, False)]
+)
+def test_shifting_rotated_keys_rounds_them_once_per_shift(dtype, drifts) -> None:
+    """Each shift rounds the keys to their dtype again: 64 shifts by one slot leave a half-
+    precision key far from the key rotated once at its final slot, one shift by 64 slots does
+    not; in float32 neither moves it measurably."""
+    model = _stub(head_dim=64, base=100000.0)  # SmolLM2's head size and base
+    kept, moves = 8, 64
+    plain = torch.randn(1, 4, kept, 64, generator=torch.Generator().manual_seed(0))
+    exact = apply_rope(plain.double(), torch.arange(kept), base=100000.0, layout="half")
+
+    def error(keys: torch.Tensor) -> float:
+        return float((keys.double() - exact).pow(2).mean().sqrt() / exact.pow(2).mean().sqrt())
+
+    # StreamingLLM's design: stored unrotated in dtype, rotated once at the final slot
+    once = error(apply_rope(plain.to(dtype), torch.arange(kept), base=100000.0, layout="half"))
+    # written rotated at slots moves .. moves + kept - 1, behind `moves` tokens to evict
+    front = torch.cat((torch.zeros(1, 4, moves, 64), plain), dim=-2).to(dtype)
+    written = apply_rope(front, torch.arange(moves + kept), base=100000.0, layout="half")
+    step_by_step = KVCache(keys=[written], values=[written])
+    with torch.no_grad():
+        for _ in range(moves):
+            step_by_step.keep(range(1, step_by_step.length), model)  # one slot each
+        at_once = KVCache(keys=[written], values=[written])
+        at_once.keep(range(moves, moves + kept), model)  # 64 slots in one shift
+    assert step_by_step.keys[0].dtype == dtype
+    assert error(at_once.keys[0]) < 2 * once  # one more rounding
+    if drifts:
+        assert error(step_by_step.keys[0]) > 5 * once
+    else:
+        assert error(step_by_step.keys[0]) < 1e-5
+
+
+def test_keep_checks_its_arguments_and_leaves_the_cache_as_it_was_on_error(models, ids) -> None:
+    _, ours = models
+    with torch.no_grad():
+        rotated, plain = KVCache(), KVCache(rotated=False)
+        run_cached(ours, ids[:, :6], rotated)
+        run_cached(ours, ids[:, :6], plain)
+    before = [k.clone() for k in rotated.keys]
+    with pytest.raises(ValueError, match=r"keep\(\) on a cache of rotated keys needs model="):
+        rotated.keep([0, 2])
+    with pytest.raises(TypeError, match="model must be a RotaryLlama"):
+        rotated.keep([0, 2], object())  # type: ignore[arg-type]
+    longrope = {
+        "rope_type": "longrope",
+        "short_factor": [1.0] * 8,
+        "long_factor": [2.0] * 8,
+        "original_max_position_embeddings": 16,
+        "factor": 4.0,
+    }
+    stretched = RotaryLlama(ours.spec, ours.weights, scaling=longrope)
+    with pytest.raises(ValueError, match="'longrope' scaling chooses its frequencies from"):
+        rotated.keep([0, 2], stretched)
     with pytest.raises(ValueError, match=r"slots must be increasing ints in \[0, 6\)"):
-        cache.keep([0, 0])
+        rotated.keep([0, 0], ours)
     with pytest.raises(TypeError, match="slots must be a 1-d sequence of ints"):
-        cache.keep([0.5])
+        rotated.keep([0.5], ours)
+    assert rotated.length == 6
+    for k, b in zip(rotated.keys, before, strict=True):
+        assert torch.equal(k, b)
+    with pytest.raises(ValueError, match="model is for a cache of rotated keys"):
+        plain.keep([0, 2], ours)
+    assert plain.length == 6
 
 
 @pytest.mark.parametrize(

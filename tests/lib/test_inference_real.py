@@ -4,7 +4,8 @@ Each rule the chapter states is asserted here on other text than the chapter's: 
 cache is the full pass; the position mistakes cost what the chapter says; a left-padded batch
 is its rows alone, counting from the padding costs RoPE nothing and moves MiniLM's embeddings;
 packing with reset positions and a block mask is each document alone; batched generation at
-each row's own offset is each row alone; an evicting cache needs its keys at their slots.
+each row's own offset is each row alone; an evicting cache puts its keys at their slots,
+unrotated or rotated and shifted, and fails with rotated keys never shifted.
 """
 
 from __future__ import annotations
@@ -196,16 +197,24 @@ def test_batched_generation_at_each_rows_offset_is_each_row_alone(smollm2) -> No
             assert torch.equal(alone.argmax(-1), generated[row])
 
 
-def test_an_evicting_cache_needs_its_keys_at_their_slots(smollm2) -> None:
+def test_an_evicting_cache_shifts_rotated_keys_or_stores_them_unrotated_not_neither(
+    smollm2,
+) -> None:
+    """Keys at their slots in the cache, two ways: stored unrotated and rotated at every read
+    (StreamingLLM), or stored rotated and rotated again by minus the slots they moved at each
+    eviction (llama.cpp's K-shift): the same logits in float32. Rotated once when written and
+    never shifted, they keep their old slots' angles, and the perplexity multiplies."""
     model, ids = smollm2
     sinks, window, stream = 4, 12, 16
     slots = sinks + window
     text = ids[:, 300 : 300 + slots + stream].repeat(2, 1)
     with torch.no_grad():
         cache = KVCache(rotated=False)
+        shifted = KVCache()
         run_cached(model, text[:, :slots], cache)
+        run_cached(model, text[:1, :slots], shifted)
         written = list(range(slots))
-        rows = []
+        rows, moved = [], []
         for t in range(slots, slots + stream - 1):
             n = cache.length
             keys = torch.tensor([list(range(n + 1)), written + [n]])
@@ -214,11 +223,14 @@ def test_an_evicting_cache_needs_its_keys_at_their_slots(smollm2) -> None:
                     model, text[:, t : t + 1], cache, torch.tensor([[n], [n]]), key_positions=keys
                 )[:, -1]
             )
+            moved.append(run_cached(model, text[:1, t : t + 1], shifted)[:, -1])
             written.append(n)
             keep = list(range(sinks)) + list(range(n + 1 - window, n + 1))
             cache.keep(keep)
+            shifted.keep(keep, model)
             written = [written[k] for k in keep]
         logits = torch.stack(rows, 1)
+        assert gap(torch.stack(moved, 1)[0], logits[0]) < 1e-5
     targets = text[0, slots + 1 :]
     slot, stale = (float(nll(logits[r], targets).mean().exp()) for r in range(2))
     assert stale > 2 * slot

@@ -53,9 +53,12 @@ def t5_relative_buckets(
     ``n`` buckets on that side), and the rest split ``[n/2, max_distance)`` logarithmically:
     the bucket of a longer distance ``r`` is ``n/2 + floor(log(r / (n/2)) / log(max_distance /
     (n/2)) * n/2)``, capped at ``n - 1``. The logarithm is taken in float32 and truncated, as in
-    ``T5Attention._relative_position_bucket`` (transformers' ``models/t5/modeling_t5.py``): that
-    rounding decides where a bucket starts. Without ``bidirectional`` (the decoder), keys after
-    the query (``j > i``), masked anyway, fall into bucket 0 with distance 0.
+    ``T5Attention._relative_position_bucket`` (transformers' ``models/t5/modeling_t5.py``). Where
+    the quotient is an integer in exact arithmetic, float32 and float64 can round to either side
+    of it: T5's own setting (32 buckets, 128) gives the same buckets in both, but in an encoder
+    with 18 buckets and ``max_distance=128``, distances 8, 16 and 64 fall one bucket apart in the
+    two. Without ``bidirectional`` (the decoder), keys after the query (``j > i``), masked
+    anyway, fall into bucket 0 with distance 0.
 
     Args:
         relative_position: int64 tensor of ``j - i`` values, any shape.
@@ -85,7 +88,7 @@ def t5_relative_buckets(
     else:
         offset = torch.zeros_like(relative_position)
         distance = (-relative_position).clamp(min=0)
-    # float32 on purpose: the model's own rounding decides the bucket boundaries.
+    # float32 on purpose: in some settings the model's rounding moves a bucket boundary.
     scaled = torch.log(distance.float() / exact) / math.log(max_distance / exact) * (side - exact)
     far = (exact + scaled.to(torch.int64)).clamp(max=side - 1)
     return offset + torch.where(distance < exact, distance, far)

@@ -50,6 +50,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from babel.messages import pofile
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("book/summary.md", "book/intro.md", "README.md")
@@ -402,8 +403,6 @@ def _digits(text: str) -> tuple[set[tuple[float, bool]], set[tuple[float, bool]]
 
 
 def _messages(stem: str) -> list[tuple[str, str]]:
-    from babel.messages import pofile
-
     path = ROOT / "locale" / "ko" / "LC_MESSAGES" / "book" / f"{stem}.po"
     with path.open("rb") as handle:
         return [(m.id, m.string) for m in pofile.read_po(handle) if m.id and m.string]

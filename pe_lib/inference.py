@@ -193,8 +193,8 @@ class KVCache:
         Raises:
             TypeError: ``slots`` is not a 1-d sequence of ints, or ``model`` not a RotaryLlama.
             ValueError: ``slots`` out of range or not increasing; ``model`` missing for a
-                rotated cache or given for an unrotated one; a length-dependent scaling.
-            On error the cache is left as it was.
+                rotated cache or given for an unrotated one; a length-dependent scaling. On
+                either error the cache is left as it was.
         """
         index = torch.as_tensor(slots)
         if index.dtype != torch.int64 or index.dim() != 1:

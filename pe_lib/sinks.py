@@ -6,7 +6,9 @@ that weight on the first tokens, which every query sees (Xiao et al., 2023, arXi
 
 * :func:`streaming_cache`: StreamingLLM's cache (section 3.2) keeps the first ``sinks`` tokens
   and the last ``window`` ones and evicts the middle; positions are the slots *within the
-  cache*, so keys are stored before rotation and rotated when they are read;
+  cache*, which StreamingLLM gives by storing keys before rotation and rotating them when they
+  are read (rotated keys rotated again when they move do the same:
+  :meth:`pe_lib.inference.KVCache.keep`);
 * :func:`softmax_with_sinks`: gpt-oss's learned sinks, one logit per head that joins every
   query's softmax in its denominator and carries no value and no position (transformers 5.23,
   ``eager_attention_forward`` in ``models/gpt_oss/modeling_gpt_oss.py``).

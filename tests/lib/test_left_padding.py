@@ -84,7 +84,7 @@ def test_llama4s_temperature_sees_the_padding_that_rope_does_not(ids) -> None:
     assert stepping.config.attn_temperature_tuning
     full, padded = _padded_and_alone(stepping, ids)
     assert full < 1e-5  # the row without padding: its columns are its positions
-    assert padded > 1e-2  # 7 pads: its tokens get the temperature of columns 7..11, not 0..4
+    assert padded > 1e-3  # 7 pads: its tokens get the temperature of columns 7..11, not 0..4
     # the same weights without the temperature: the padded row is its row alone again
     flat = _llama4(floor_scale=4, attn_temperature_tuning=False)
     flat.load_state_dict(stepping.state_dict())
@@ -118,4 +118,4 @@ def test_dynamic_ntk_gives_every_row_the_longest_rows_frequencies(ids) -> None:
     full, short = _padded_and_alone(dynamic, ids)
     assert full < 1e-5  # 12 positions alone or in the batch: the same stretched frequencies
     # 5 positions alone: plain RoPE; in the batch: the 12-position row's stretched frequencies
-    assert short > 1e-2
+    assert short > 1e-3

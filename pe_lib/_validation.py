@@ -34,14 +34,17 @@ __all__ = [
     "check_dropout",
     "check_features",
     "check_floating_dtype",
+    "check_has_values",
     "check_indices",
     "check_int",
     "check_layout",
     "check_memory",
     "check_nonnegative_int",
     "check_positive_int",
+    "check_position_entries",
     "check_position_span",
     "check_shift",
+    "check_shift_entries",
     "check_table_size",
     "memory_limit",
     "naming_allocation",
@@ -499,19 +502,66 @@ def check_positions(name: str, positions: object) -> torch.Tensor:
         raise ValueError(
             f"{name} must have shape (..., seq_len) with at least one dimension, got a 0-d tensor"
         )
-    if positions.numel() and positions.device.type == "cpu" and not torch.compiler.is_compiling():
-        if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
-            raise ValueError(f"{name} must be finite positions, got a NaN or infinite entry")
-        if positions.numel() <= 64:  # decoding: a few
-            values = positions.flatten().tolist()
-            low, high = min(values), max(values)
-        else:  # one read of both ends
-            low, high = torch.stack(torch.aminmax(positions)).tolist()
-        if low < 0:
-            raise ValueError(f"{name} must be non-negative positions, got a minimum of {low}")
-        if high > MAX_EXACT_INT:
-            raise ValueError(f"{name} must be at most {_BOUND}, got a maximum of {high}")
+    check_position_entries(name, positions)
     return positions
+
+
+def _readable_here(values: torch.Tensor) -> bool:
+    """Whether the entries of ``values`` are read for checks: a non-empty CPU tensor, outside
+    ``torch.compile`` (see :func:`check_positions` for why not elsewhere)."""
+    return (
+        bool(values.numel()) and values.device.type == "cpu" and not torch.compiler.is_compiling()
+    )
+
+
+def _extremes(values: torch.Tensor) -> tuple[int | float, int | float]:
+    """The smallest and largest entry of the non-empty real tensor ``values``."""
+    if values.numel() <= 64:  # decoding: a few
+        flat = values.flatten().tolist()
+        return min(flat), max(flat)
+    low, high = torch.stack(torch.aminmax(values)).tolist()  # one read of both ends
+    return low, high
+
+
+def check_position_entries(name: str, positions: torch.Tensor) -> None:
+    """The entries of an int64 or float64 tensor of positions (or of coordinates, one axis per
+    last index) are finite and in ``[0, 2**53 - 1]``; read on the CPU only, outside
+    ``torch.compile``, as :func:`check_positions` says."""
+    if not _readable_here(positions):
+        return
+    if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
+        raise ValueError(f"{name} must be finite positions, got a NaN or infinite entry")
+    low, high = _extremes(positions)
+    if low < 0:
+        raise ValueError(f"{name} must be non-negative positions, got a minimum of {low}")
+    if high > MAX_EXACT_INT:
+        raise ValueError(f"{name} must be at most {_BOUND}, got a maximum of {high}")
+
+
+def check_shift_entries(name: str, shifts: torch.Tensor, what: str) -> None:
+    """The entries of the integer tensor ``shifts`` (relative positions ``j - i``) have absolute
+    value at most ``2**53 - 1``, the distance between two positions of the library; read on the
+    CPU only, outside ``torch.compile``, as :func:`check_positions` says. ``what`` names the
+    entries in the message, e.g. ``"relative positions j - i"``."""
+    if not _readable_here(shifts):
+        return
+    low, high = _extremes(shifts)
+    if low < -MAX_EXACT_INT or high > MAX_EXACT_INT:
+        raise ValueError(
+            f"{name} must be {what} of absolute value at most {_BOUND}, got values from {low} "
+            f"to {high}"
+        )
+
+
+def check_has_values(name: str, tensor: torch.Tensor, expected: str) -> None:
+    """``tensor`` holds values to read: not a meta tensor (a shape without data). ``expected``
+    says what the argument must be, e.g. ``"a 1-D bool tensor of flags"``."""
+    if tensor.is_meta:
+        raise ValueError(
+            f"{name} must be {expected}, on a device that holds its values (the CPU or a GPU), "
+            f"got a meta tensor {tensor.dtype} {tuple(tensor.shape)}, which has a shape but no "
+            f"values"
+        )
 
 
 def check_rotary_input(name: str, x: object) -> torch.Tensor:

@@ -29,12 +29,21 @@ model (transformers 5.23, the file named in each entry's docstring):
 
 from __future__ import annotations
 
+import numbers
+import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from ._validation import check_base, check_choice, check_instance, check_positive_int
+from ._validation import (
+    check_base,
+    check_choice,
+    check_instance,
+    check_position_entries,
+    check_positive_int,
+)
 
 __all__ = ["AXIAL_LAYOUTS", "AxialFrequencies", "axial_angles", "axial_frequencies"]
 
@@ -115,15 +124,20 @@ def _llama4_vision(head_dim: int, base: float) -> AxialFrequencies:
 
 
 def _sections(sections: object, pairs: int) -> list[int]:
-    if (
-        not isinstance(sections, Sequence)
-        or len(sections) != 3
-        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sections)
-    ):
-        raise ValueError(
-            f"sections must be three positive ints (time, rows, columns), got {sections!r}"
+    """Three positive ints (a sequence or a 1-D array of them, numpy's ints included)."""
+    expected = "three positive ints (time, rows, columns), e.g. (16, 24, 24)"
+    if isinstance(sections, np.ndarray) and sections.ndim == 1:
+        sections = sections.tolist()
+    if not isinstance(sections, Sequence) or isinstance(sections, (str, bytes)):
+        raise TypeError(
+            f"sections must be {expected}, got {reprlib.repr(sections)} of type "
+            f"{type(sections).__name__}"
         )
-    values = list(sections)
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in sections):
+        raise TypeError(f"sections must be {expected}, got {sections!r}")
+    values = [int(v) for v in sections]
+    if len(values) != 3 or min(values) < 1:
+        raise ValueError(f"sections must be {expected}, got {values}")
     if sum(values) != pairs:
         raise ValueError(
             f"sections must add up to head_dim / 2 = {pairs} frequency pairs, got {values} "
@@ -181,8 +195,17 @@ def axial_frequencies(
         head_dim: the size of a head, a positive multiple of 4 (of 2 for M-RoPE).
         base: the frequency base (``rope_theta``), > 1.
         sections: M-RoPE only: the pairs given to time, rows and columns (the config's
-            ``mrope_section``), adding up to ``head_dim / 2``. Default: the model's,
-            ``(16, 24, 24)`` for ``"mrope"`` and ``(24, 20, 20)`` for ``"mrope_interleaved"``.
+            ``mrope_section``; a sequence or 1-D array of ints, numpy's included), adding up to
+            ``head_dim / 2``. Default: the model's, ``(16, 24, 24)`` for ``"mrope"`` and
+            ``(24, 20, 20)`` for ``"mrope_interleaved"``.
+
+    Raises:
+        TypeError: a non-str ``name``, a non-int ``head_dim``, a non-real ``base``, or
+            ``sections`` that are not three ints.
+        ValueError: an unknown ``name``; a ``head_dim`` that is not a positive multiple of 4
+            (of 2 for M-RoPE); a ``base`` that is not a finite number > 1; ``sections`` that
+            are not three positive ints adding up to ``head_dim / 2``, or given to a layout
+            other than M-RoPE's.
     """
     name = check_choice("name", name, tuple(AXIAL_LAYOUTS))
     base = check_base("base", base)
@@ -197,9 +220,17 @@ def axial_angles(positions: torch.Tensor, frequencies: AxialFrequencies) -> torc
     """The angle of every channel pair: ``positions[..., axes[i]] * theta[i]``.
 
     Shapes:
-        ``positions``: ``(..., num_axes)`` int64 coordinates; output: ``(..., pairs)`` float64
-        (cosines and sines of it are the tables :func:`pe_lib.rope.rotate` takes, with
-        ``layout=frequencies.layout``).
+        ``positions``: ``(..., num_axes)`` int64 coordinates, each in ``[0, 2**53 - 1]`` as every
+        position of the library (float64 holds the integers exactly up to that bound); output:
+        ``(..., pairs)`` float64 (cosines and sines of it are the tables
+        :func:`pe_lib.rope.rotate` takes, with ``layout=frequencies.layout``).
+
+    Raises:
+        TypeError: ``frequencies`` not :class:`AxialFrequencies`; ``positions`` not an int64
+            tensor of shape ``(..., num_axes)``.
+        ValueError: a negative coordinate or one beyond ``2**53 - 1``. The entries are read
+            on the CPU only, outside ``torch.compile``, as :func:`pe_lib.rope.rope_angles`
+            reads its positions (reading a GPU's values makes the host wait for the device).
     """
     frequencies = check_instance("frequencies", frequencies, AxialFrequencies)
     if (
@@ -217,5 +248,6 @@ def axial_angles(positions: torch.Tensor, frequencies: AxialFrequencies) -> torc
             f"positions must be an int64 tensor of shape (..., {frequencies.num_axes}), one "
             f"coordinate per axis, got {got}"
         )
+    check_position_entries("positions", positions)
     coordinates = positions.index_select(-1, frequencies.axes.to(positions.device))
     return coordinates.to(torch.float64) * frequencies.theta.to(positions.device)

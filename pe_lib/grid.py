@@ -11,12 +11,27 @@ token of a text-and-image sequence its (time, row, column) for M-RoPE, as Qwen2-
 
 from __future__ import annotations
 
+import itertools
+import math
+import reprlib
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._validation import check_choice, check_instance, check_nonnegative_int, check_positive_int
+from ._validation import (
+    check_choice,
+    check_has_values,
+    check_instance,
+    check_memory,
+    check_nonnegative_int,
+    check_position_span,
+    check_positive_int,
+    check_table_size,
+    naming_allocation,
+)
 
 __all__ = ["grid_positions", "mrope_positions", "resize_position_table"]
 
@@ -35,6 +50,13 @@ def grid_positions(rows: int, columns: int, *, start: int = 0, merge: int = 1) -
 
     Returns:
         int64 tensor ``(rows * columns, 2)``.
+
+    Raises:
+        TypeError: a size, ``start`` or ``merge`` that is not an int (``bool`` included).
+        ValueError: a size or ``merge`` < 1, a negative ``start``, a value or a last coordinate
+            (``start + rows - 1``, ``start + columns - 1``) beyond ``2**53 - 1``, sizes that are
+            not multiples of ``merge``, or a grid whose positions need more memory than this
+            machine has (refused before anything is allocated).
     """
     rows, columns = check_positive_int("rows", rows), check_positive_int("columns", columns)
     start, merge = check_nonnegative_int("start", start), check_positive_int("merge", merge)
@@ -43,33 +65,91 @@ def grid_positions(rows: int, columns: int, *, start: int = 0, merge: int = 1) -
             f"rows and columns must be multiples of merge={merge}, got rows={rows}, "
             f"columns={columns}"
         )
-    row, column = torch.meshgrid(torch.arange(rows), torch.arange(columns), indexing="ij")
-    windows = (rows // merge, merge, columns // merge, merge)
-    # (window row, row in window, window column, column in window) -> windows first
-    order = [
-        row.reshape(windows).transpose(1, 2).flatten(),
-        column.reshape(windows).transpose(1, 2).flatten(),
-    ]
-    return torch.stack(order, dim=-1) + start
+    check_position_span("start", start, "max(rows, columns)", max(rows, columns))
+    check_table_size("rows", rows, "columns", columns)
+    # the result, and the two columns it is stacked from
+    patches = rows * columns
+    nbytes = 4 * patches * 8
+    what = f"grid_positions(rows={rows}, columns={columns}): {patches} (row, column) int64 pairs"
+    check_memory(what, nbytes)
+    with naming_allocation(what, nbytes):
+        row, column = torch.meshgrid(torch.arange(rows), torch.arange(columns), indexing="ij")
+        windows = (rows // merge, merge, columns // merge, merge)
+        # (window row, row in window, window column, column in window) -> windows first
+        order = [
+            row.reshape(windows).transpose(1, 2).flatten(),
+            column.reshape(windows).transpose(1, 2).flatten(),
+        ]
+        return torch.stack(order, dim=-1).add_(start)
+
+
+_GRIDS = "(t, rows, columns) triples of ints, e.g. [(1, 4, 6)] or an int64 tensor (n, 3)"
 
 
 def _check_grids(grids: object) -> list[tuple[int, int]]:
-    if not isinstance(grids, Sequence):
-        raise TypeError(f"image_grids must be a sequence of (t, rows, columns), got {grids!r}")
+    """``image_grids`` as ``(rows, columns)`` of each image: a sequence of triples, or an
+    integer tensor or array ``(n, 3)`` (the processor's ``image_grid_thw``)."""
+    if isinstance(grids, (torch.Tensor, np.ndarray)):
+        triples = _integer_array("image_grids", grids, 2, f"of shape (n, 3): {_GRIDS}")
+    elif isinstance(grids, Sequence) and not isinstance(grids, (str, bytes)):
+        triples = list(grids)
+    else:
+        raise TypeError(
+            f"image_grids must be a sequence of {_GRIDS}, got {reprlib.repr(grids)} of type "
+            f"{type(grids).__name__}"
+        )
     checked = []
-    for n, grid in enumerate(grids):
-        if not isinstance(grid, Sequence) or len(grid) != 3:
-            raise TypeError(f"image_grids must hold (t, rows, columns) triples, got {grid!r}")
-        t, h, w = (check_positive_int("image_grids entry", size) for size in grid)
+    for n, grid in enumerate(triples):
+        name = f"image_grids[{n}]"
+        if isinstance(grid, (torch.Tensor, np.ndarray)):
+            grid = _integer_array(name, grid, 1, "of shape (3,): (t, rows, columns)")
+        if not isinstance(grid, Sequence) or isinstance(grid, (str, bytes)) or len(grid) != 3:
+            raise TypeError(
+                f"{name} must be a (t, rows, columns) triple of ints, got {reprlib.repr(grid)}"
+            )
+        t, h, w = (check_positive_int(name, size) for size in grid)
         if t != 1:
             raise ValueError(
-                f"image_grids[{n}] = {tuple(grid)} has t={t} time steps: mrope_positions places "
+                f"{name} = {(t, h, w)} has t={t} time steps: mrope_positions places "
                 f"images only (t = 1), as chapter 13 teaches them; a video's time positions differ "
                 f"between models (Qwen2-VL counts its time steps, Qwen2.5-VL spaces them by "
                 f"second_per_grid_ts) and are not implemented"
             )
         checked.append((h, w))
     return checked
+
+
+def _integer_array(
+    name: str, values: torch.Tensor | np.ndarray[Any, Any], ndim: int, shape: str
+) -> list[Any]:
+    """The nested list of an integer tensor or array of ``ndim`` dimensions, the last of size 3."""
+    if isinstance(values, torch.Tensor):
+        check_has_values(name, values, f"an integer tensor {shape}")
+        integer = not (
+            values.dtype == torch.bool or values.is_floating_point() or values.is_complex()
+        )
+    else:
+        integer = values.dtype.kind in "iu"
+    if not integer:
+        raise TypeError(f"{name} must be an integer tensor {shape}, got dtype {values.dtype}")
+    if values.ndim != ndim or values.shape[-1] != 3:
+        raise ValueError(f"{name} must be {shape}, got shape {tuple(values.shape)}")
+    listed: list[Any] = values.tolist()
+    return listed
+
+
+def _check_flags(is_image: object) -> list[bool]:
+    """``is_image`` as a list of bools: a non-empty 1-D sequence, array or tensor of bools."""
+    expected = "a non-empty 1-D sequence (or tensor) of bools, one per token"
+    if isinstance(is_image, torch.Tensor):
+        check_has_values("is_image", is_image, expected)
+    try:
+        flags = torch.as_tensor(is_image)
+    except (TypeError, ValueError, RuntimeError):
+        flags = None
+    if flags is None or flags.dtype != torch.bool or flags.dim() != 1 or flags.numel() == 0:
+        raise TypeError(f"is_image must be {expected}, got {reprlib.repr(is_image)}")
+    return [bool(flag) for flag in flags.tolist()]
 
 
 def mrope_positions(
@@ -94,60 +174,61 @@ def mrope_positions(
     that, so that text shares time positions with the video's last steps.
 
     Args:
-        is_image: one flag per token, True for an image token; each run of image tokens is one
-            image.
-        image_grids: ``(t, rows, columns)`` of each image in patches before merging, in order
-            (the processor's ``image_grid_thw``). ``t`` must be 1: a grid with more time steps
-            (a video) raises ``ValueError``.
+        is_image: one flag per token (a sequence of bools, or a 1-D bool tensor or array), True
+            for an image token; each run of image tokens is one image.
+        image_grids: ``(t, rows, columns)`` of each image in patches before merging, in order:
+            a sequence of triples, or the processor's ``image_grid_thw``, an integer tensor (or
+            array) of shape ``(n, 3)``. ``t`` must be 1: a grid with more time steps (a video)
+            raises ``ValueError``.
         merge: the vision tower's ``spatial_merge_size``.
 
     Returns:
         ``(positions, delta)``: int64 ``(seq_len, 3)`` positions, and the offset a generated
         token's position carries: token ``n`` of the continuation (counting the prompt) sits at
         ``n + delta`` on all three axes.
+
+    Raises:
+        TypeError: ``is_image`` not a non-empty 1-D collection of bools; ``image_grids`` not
+            triples of ints or an integer ``(n, 3)`` tensor; a non-int ``merge``.
+        ValueError: a meta tensor (it holds no values to read), a size < 1, a video (``t > 1``),
+            sides that are not multiples of ``merge``, an image whose run of tokens in
+            ``is_image`` is not ``(rows / merge) * (columns / merge)`` long, or more (or fewer)
+            runs of image tokens than grids.
     """
     merge = check_positive_int("merge", merge)
-    flags = torch.as_tensor(is_image)
-    if flags.dtype != torch.bool or flags.dim() != 1 or flags.numel() == 0:
-        raise TypeError(f"is_image must be a non-empty 1-D sequence of bools, got {is_image!r}")
+    flags = _check_flags(is_image)
     grids = iter(_check_grids(image_grids))
     runs: list[torch.Tensor] = []
-    position, index, length = 0, 0, flags.numel()
-    while index < length:
-        end = index
-        while end < length and bool(flags[end]) == bool(flags[index]):
-            end += 1
-        if not flags[index]:
-            runs.append(torch.arange(position, position + end - index).unsqueeze(-1).expand(-1, 3))
-            position += end - index
-        else:
-            grid = next(grids, None)
-            if grid is None:
-                raise ValueError(
-                    "is_image has more runs of image tokens than image_grids has images"
-                )
-            h, w = grid
-            if h % merge or w % merge:
-                raise ValueError(
-                    f"an image's rows and columns must be multiples of merge={merge}, got "
-                    f"{(1, h, w)}"
-                )
-            tokens = (h // merge) * (w // merge)
-            if end - index != tokens:
-                raise ValueError(
-                    f"an image of grid {(1, h, w)} with merge={merge} has {tokens} tokens, but its "
-                    f"run in is_image has {end - index}"
-                )
-            # time p for every token of the image, row p + i and column p + j
-            space = grid_positions(h // merge, w // merge)
-            time = torch.zeros(tokens, 1, dtype=space.dtype)
-            runs.append(torch.cat([time, space], dim=-1) + position)
-            position += max(h, w) // merge
-        index = end
+    position = 0
+    for image, run in itertools.groupby(flags):
+        count = sum(1 for _ in run)
+        if not image:
+            runs.append(torch.arange(position, position + count).unsqueeze(-1).expand(-1, 3))
+            position += count
+            continue
+        grid = next(grids, None)
+        if grid is None:
+            raise ValueError("is_image has more runs of image tokens than image_grids has images")
+        h, w = grid
+        if h % merge or w % merge:
+            raise ValueError(
+                f"an image's rows and columns must be multiples of merge={merge}, got {(1, h, w)}"
+            )
+        tokens = (h // merge) * (w // merge)
+        if count != tokens:
+            raise ValueError(
+                f"an image of grid {(1, h, w)} with merge={merge} has {tokens} tokens, but its "
+                f"run in is_image has {count}"
+            )
+        # time p for every token of the image, row p + i and column p + j
+        space = grid_positions(h // merge, w // merge)
+        time = torch.zeros(tokens, 1, dtype=space.dtype)
+        runs.append(torch.cat([time, space], dim=-1) + position)
+        position += max(h, w) // merge
     if next(grids, None) is not None:
         raise ValueError("image_grids has more images than is_image has runs of image tokens")
     positions = torch.cat(runs)
-    return positions, int(positions.max()) + 1 - length
+    return positions, int(positions.max()) + 1 - len(flags)
 
 
 #: How each model resizes its learned position table: (interpolation mode, antialias).
@@ -175,21 +256,45 @@ def resize_position_table(
 
     Returns:
         tensor ``(rows * columns, d_model)`` in ``table``'s dtype.
+
+    Raises:
+        TypeError: ``table`` not a tensor of a floating dtype; a non-int size; a non-str
+            ``method``.
+        ValueError: a ``table`` that is not ``(side * side, d_model)`` with ``side >= 1`` and
+            ``d_model >= 1``; a size < 1 or beyond ``2**53 - 1``; an unknown ``method``; or a
+            resized table that needs more memory than this machine has (refused before anything
+            is allocated).
     """
     table = check_instance("table", table, torch.Tensor)
     method = check_choice("method", method, tuple(_RESIZES))
     rows, columns = check_positive_int("rows", rows), check_positive_int("columns", columns)
-    side = int(round(table.shape[0] ** 0.5)) if table.dim() == 2 else 0
-    if table.dim() != 2 or side * side != table.shape[0] or not table.is_floating_point():
-        raise ValueError(
-            f"table must be a float tensor (side * side, d_model), one row per patch of a square "
-            f"grid, got {table.dtype} {tuple(table.shape)}"
+    if not table.is_floating_point():
+        raise TypeError(
+            f"table must be a float tensor (side * side, d_model), got dtype {table.dtype}"
         )
+    side = math.isqrt(table.shape[0]) if table.dim() == 2 else 0
+    if table.dim() != 2 or side == 0 or side * side != table.shape[0] or table.shape[1] == 0:
+        raise ValueError(
+            f"table must have shape (side * side, d_model) with side >= 1 and d_model >= 1, one "
+            f"row per patch of a square grid, got shape {tuple(table.shape)}"
+        )
+    d_model = table.shape[1]
     mode, antialias = _RESIZES[method]
-    image = table.reshape(side, side, -1).permute(2, 0, 1).unsqueeze(0)
-    if antialias:
-        image = image.float()
-    resized = F.interpolate(
-        image, size=(rows, columns), mode=mode, align_corners=False, antialias=antialias
+    work = torch.float32 if antialias else table.dtype
+    check_table_size("rows * columns", rows * columns, "d_model", d_model)
+    # the interpolated image and its rows in reading order, then the cast back to table's dtype
+    entries = rows * columns * d_model
+    nbytes = entries * (2 * work.itemsize + (table.element_size() if work != table.dtype else 0))
+    what = (
+        f"resize_position_table(table of d_model={d_model}, rows={rows}, columns={columns}): "
+        f"{entries} {str(table.dtype).removeprefix('torch.')} values"
     )
-    return resized[0].permute(1, 2, 0).reshape(rows * columns, -1).to(table.dtype)
+    check_memory(what, nbytes)
+    with naming_allocation(what, nbytes):
+        image = table.reshape(side, side, d_model).permute(2, 0, 1).unsqueeze(0)
+        if antialias:
+            image = image.float()
+        resized = F.interpolate(
+            image, size=(rows, columns), mode=mode, align_corners=False, antialias=antialias
+        )
+        return resized[0].permute(1, 2, 0).reshape(rows * columns, d_model).to(table.dtype)

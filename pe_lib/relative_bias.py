@@ -16,7 +16,15 @@ import math
 
 import torch
 
-from ._validation import check_bool, check_positive_int
+from ._validation import (
+    MAX_EXACT_INT,
+    check_bool,
+    check_memory,
+    check_positive_int,
+    check_shift_entries,
+    check_table_size,
+    naming_allocation,
+)
 
 __all__ = ["clipped_relative_positions", "t5_relative_buckets"]
 
@@ -33,10 +41,23 @@ def clipped_relative_positions(q_len: int, k_len: int, max_distance: int) -> tor
         int64 ``(q_len, k_len)`` in ``[0, 2k]``: the row of the ``2k + 1``-row table of relative
         embeddings that pair uses (added to the key, and to the value, in the paper's
         equations 3 and 4).
+
+    Raises:
+        TypeError: a size that is not an int (``bool`` and floats included).
+        ValueError: a size < 1 or beyond ``2**53 - 1``, or a ``(q_len, k_len)`` index that needs
+            more memory than this machine has (refused before anything is allocated).
     """
     q_len, k_len = check_positive_int("q_len", q_len), check_positive_int("k_len", k_len)
     k = check_positive_int("max_distance", max_distance)
-    return _distances(q_len, k_len).clamp(-k, k) + k
+    check_table_size("q_len", q_len, "k_len", k_len)
+    # the distances, and the clipped index made from them
+    nbytes = 2 * q_len * k_len * 8 + (q_len + k_len) * 8
+    what = (
+        f"clipped_relative_positions(q_len={q_len}, k_len={k_len}): {q_len * k_len} int64 indices"
+    )
+    check_memory(what, nbytes)
+    with naming_allocation(what, nbytes):
+        return _distances(q_len, k_len).clamp(-k, k) + k
 
 
 def t5_relative_buckets(
@@ -61,17 +82,30 @@ def t5_relative_buckets(
     anyway, fall into bucket 0 with distance 0.
 
     Args:
-        relative_position: int64 tensor of ``j - i`` values, any shape.
+        relative_position: int64 tensor of ``j - i`` values, any shape, each of absolute value at
+            most ``2**53 - 1`` (the distance between two positions, which are at most
+            ``2**53 - 1``).
         bidirectional: True for an encoder, False for a causal decoder.
         num_buckets: buckets in all (both sides together when bidirectional); T5 uses 32.
         max_distance: the distance from which all share the last bucket; T5 uses 128.
 
     Returns:
         int64 tensor of ``relative_position``'s shape, values in ``[0, num_buckets)``.
+
+    Raises:
+        TypeError: ``relative_position`` not an int64 tensor; a non-int ``num_buckets`` or
+            ``max_distance``, or a non-bool ``bidirectional``.
+        ValueError: an entry of ``relative_position`` beyond ``±(2**53 - 1)`` (``-2**63``, whose
+            negation overflows int64, included); too few buckets for the logarithmic ones. The
+            entries are read on the CPU only, outside ``torch.compile`` (reading a GPU's values
+            makes the host wait for the device): elsewhere an entry beyond the bound is not
+            refused and is bucketed as its distance says (the last bucket of its side, or
+            bucket 0 for a key after the query in a decoder).
     """
     if not isinstance(relative_position, torch.Tensor) or relative_position.dtype != torch.int64:
         got = getattr(relative_position, "dtype", type(relative_position).__name__)
         raise TypeError(f"relative_position must be an int64 tensor of j - i, got {got}")
+    check_shift_entries("relative_position", relative_position, "relative positions j - i")
     bidirectional = check_bool("bidirectional", bidirectional)
     buckets = check_positive_int("num_buckets", num_buckets)
     max_distance = check_positive_int("max_distance", max_distance)
@@ -82,6 +116,10 @@ def t5_relative_buckets(
             f"num_buckets={buckets} and max_distance={max_distance} leave no logarithmic buckets: "
             f"need at least {4 if bidirectional else 2} buckets and max_distance > {max(exact, 1)}"
         )
+    # every distance from max_distance on shares the last bucket: bounding the distances keeps
+    # their negation and absolute value within int64 (that of -2**63 is not) without moving a
+    # bucket
+    relative_position = relative_position.clamp(-MAX_EXACT_INT, MAX_EXACT_INT)
     if bidirectional:
         offset = (relative_position > 0).to(torch.int64) * side
         distance = relative_position.abs()

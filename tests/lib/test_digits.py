@@ -69,6 +69,16 @@ def test_a_relative_margin_grows_with_the_value():
         stable(500_000.50001, 0, "formula")
 
 
+def test_a_spread_keeps_the_margin_of_the_values_it_spreads():
+    # a spread over seeds of perplexities near 100 moves as they do: by a share of 100
+    mean, spread = 100.0, 0.3
+    margin = margin_of(spread, "training", relative_to=mean)
+    assert margin == KINDS["training"].margin * mean > margin_of(spread, "training")
+    text = stable(spread, 2, "training", relative_to=mean)
+    for moved in (spread - 0.999 * margin, spread + 0.999 * margin):
+        assert f"{moved:.{_decimals(text)}f}" == text
+
+
 def test_an_absolute_margin_does_not():
     accuracy = KINDS["training accuracy"]
     assert not accuracy.relative
@@ -103,7 +113,7 @@ def test_every_kind_states_its_margin_and_why():
         assert kind.margin > 0, name
         assert len(kind.why.split()) >= 8, name  # a sentence, not a word
     # numbers from training move by far more than a formula's last bits
-    assert KINDS["training"].margin >= 100 * KINDS["formula"].margin
+    assert KINDS["training"].margin >= 10 * KINDS["formula"].margin
     with pytest.raises(TypeError):
         KINDS["mine"] = KINDS["formula"]  # type: ignore[index]  # read-only
 
@@ -129,6 +139,18 @@ def test_every_kind_states_its_margin_and_why():
 def test_bad_arguments(arguments, error, match):
     with pytest.raises(error, match=match):
         stable(*arguments)
+
+
+@pytest.mark.parametrize(
+    ("relative_to", "error", "match"),
+    [
+        ("13.4", TypeError, r"relative_to must be a real number, got '13.4' of type str"),
+        (math.nan, ValueError, r"relative_to must be a finite number, got nan"),
+    ],
+)
+def test_bad_relative_to(relative_to, error, match):
+    with pytest.raises(error, match=match):
+        stable(0.2, 1, "training", relative_to=relative_to)
 
 
 def test_margin_of_checks_its_arguments():

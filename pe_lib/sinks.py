@@ -18,7 +18,13 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import check_instance, check_nonnegative_int, check_positive_int
+from ._validation import (
+    check_instance,
+    check_memory,
+    check_nonnegative_int,
+    check_positive_int,
+    naming_allocation,
+)
 
 __all__ = ["softmax_with_sinks", "streaming_cache"]
 
@@ -34,9 +40,12 @@ def softmax_with_sinks(scores: torch.Tensor, sinks: torch.Tensor) -> torch.Tenso
         weights of the shape of ``scores``; each row sums to ``1 - w_sink < 1``, where ``w_sink``
         is what the sink took: ``exp(s_h) / (exp(s_h) + sum_j exp(scores_j))``.
 
+    Both tensors are on one device (the meta device included: the weights are then a shape
+    without values); ``sinks`` is cast to the dtype of ``scores``.
+
     Raises:
         TypeError: a tensor is not floating point.
-        ValueError: the shapes do not fit.
+        ValueError: the shapes do not fit, or the tensors are on different devices.
     """
     scores = check_instance("scores", scores, torch.Tensor)
     sinks = check_instance("sinks", sinks, torch.Tensor)
@@ -48,6 +57,10 @@ def softmax_with_sinks(scores: torch.Tensor, sinks: torch.Tensor) -> torch.Tenso
             f"sinks must have shape (heads,) with heads = scores.shape[-3], and scores shape "
             f"(..., heads, queries, keys); got sinks {tuple(sinks.shape)} and scores "
             f"{tuple(scores.shape)}"
+        )
+    if sinks.device != scores.device:
+        raise ValueError(
+            f"sinks must be on the device of scores ({scores.device}), got sinks on {sinks.device}"
         )
     column = sinks.to(scores.dtype)[:, None, None].expand(*scores.shape[:-1], 1)
     logits = torch.cat((scores, column), dim=-1)
@@ -69,13 +82,24 @@ def streaming_cache(length: int, sinks: int, window: int) -> tuple[torch.Tensor,
         ``0, 1, ..., len(kept) - 1``.
 
     Raises:
-        TypeError, ValueError: an argument is not an int in its range.
+        TypeError, ValueError: an argument is not an int in its range, or the kept tokens'
+            indices need more memory than this machine has (refused before anything is
+            allocated).
     """
     length = check_positive_int("length", length)
     sinks = check_nonnegative_int("sinks", sinks)
     window = check_positive_int("window", window)
-    if length <= sinks + window:
-        kept = torch.arange(length)
-    else:
-        kept = torch.cat((torch.arange(sinks), torch.arange(length - window, length)))
-    return kept, torch.arange(len(kept))
+    count = min(length, sinks + window)
+    # the two int64 results, and the two ranges the first is joined from
+    nbytes = 32 * count
+    what = (
+        f"streaming_cache(length={length}, sinks={sinks}, window={window}): {count} kept "
+        f"tokens' int64 indices and positions"
+    )
+    check_memory(what, nbytes)
+    with naming_allocation(what, nbytes):
+        if length <= sinks + window:
+            kept = torch.arange(length)
+        else:
+            kept = torch.cat((torch.arange(sinks), torch.arange(length - window, length)))
+        return kept, torch.arange(count)

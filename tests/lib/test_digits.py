@@ -56,6 +56,9 @@ def test_no_value_within_the_margin_prints_otherwise(value, digits, kind):
         (13.4123, 1, "training", "13.4"),  # 0.0377 from 13.45: 0.28 % of the value
         (14.0, 3, "formula", "14.000"),
         (7, 1, "formula", "7.0"),  # an int
+        # the module docstring's examples
+        (0.98312, 2, "training accuracy", "0.98"),
+        (0.98512, 2, "training accuracy", "1.0"),
     ],
 )
 def test_examples(value, digits, kind, expected):

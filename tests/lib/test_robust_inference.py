@@ -173,13 +173,11 @@ def test_empty_ids_are_refused_by_name(ours) -> None:
 
 
 def _resized(**sizes: int) -> RotaryLlama:
-    """A model of other sizes, random weights (only its shape is read before the refusal)."""
-    config = {**CONFIG, **sizes, "rope_parameters": {"rope_theta": 1000.0}}
-    spec = LlamaSpec.from_config(config)
-    weights = {
-        "model.embed_tokens.weight": torch.zeros(spec.vocab_size, spec.hidden_size),
-        "model.norm.weight": torch.ones(spec.hidden_size),
-    }
+    """test_inference.py's tiny Llama with other sizes, random weights."""
+    config = {**CONFIG, **sizes}
+    theirs = transformers.LlamaForCausalLM(transformers.LlamaConfig(**config))
+    weights = {k: v.detach() for k, v in theirs.state_dict().items()}
+    spec = LlamaSpec.from_config({**config, "rope_parameters": {"rope_theta": 1000.0}})
     return RotaryLlama(spec, weights)
 
 

@@ -209,7 +209,8 @@ class KVCache:
             written at, rotated again only by an eviction (:meth:`keep`); ``False`` keeps them
             unrotated, to be rotated at each read. Fixed when the cache is created: it says how
             the keys already stored were written, so assigning it afterwards raises
-            ``AttributeError`` (a cache whose keys were rotated once would be rotated twice).
+            ``AttributeError`` (flipped, keys stored rotated would be rotated again at every
+            read, keys stored plain never).
         keys, values: one tensor per layer once something is cached.
     """
 

@@ -165,7 +165,7 @@ nbval: $(STAMP) weights
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --durations=0 $(CHAPTERS)
 
-## other-seeds: chapters 9 and 11 re-executed with other seeds than their own SEEDS: their
+## other-seeds: chapters 7, 9 and 11 re-executed with other seeds than their own SEEDS: their
 ## claims must hold on them too.
 other-seeds: $(STAMP)
 	$(BIN)/python -m pytest -m other_seeds tests/book/test_other_seeds.py \

@@ -359,22 +359,7 @@ def _code_cells(chapter: Path) -> list[str]:
     return [cell.source for cell in notebook.cells if cell.cell_type == "code"]
 
 
-# Chapters that still break a rule, each with why; strict: the entry must go once it is fixed.
-PENDING = {
-    "00_the_path": "defines its own rounding helper, rounded(), for a formula's values",
-}
-
-
-@pytest.mark.parametrize(
-    "chapter",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=PENDING[c.stem]))
-        if c.stem in PENDING
-        else c
-        for c in CHAPTERS
-    ],
-    ids=[c.stem for c in CHAPTERS],
-)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
 def test_trained_numbers_are_printed_through_stable(chapter: Path) -> None:
     assert not violations(_code_cells(chapter)), "\n".join(violations(_code_cells(chapter)))
 

@@ -8,7 +8,8 @@ Every test builds the transformers piece from a tiny config (no network, no weig
   ``transformers.vision_utils.get_vision_position_ids``) and Llama 4's
   ``Llama4VisionRotaryEmbedding`` with :mod:`pe_lib.axial` at :func:`pe_lib.grid.grid_positions`;
 * Qwen2-VL's ``Qwen2VLModel.get_rope_index`` and ``Qwen2VLRotaryEmbedding``, Qwen3-VL's
-  ``Qwen3VLTextRotaryEmbedding``, with :func:`pe_lib.grid.mrope_positions` and M-RoPE's angles;
+  ``Qwen3VLTextRotaryEmbedding``, with :func:`pe_lib.grid.mrope_positions` and M-RoPE's angles
+  (videos: ``tests/lib/test_mrope_videos.py``), and every bad video argument named;
 * T5's ``T5Attention._relative_position_bucket`` and ``compute_bias`` with
   :func:`pe_lib.relative_bias.t5_relative_buckets`;
 * Wav2Vec2-BERT's ``relative_key`` attention (Shaw et al.'s clipped distances, for keys) with
@@ -398,6 +399,90 @@ def test_clipped_relative_positions_equal_wav2vec2_bert(q_len: int, k_len: int, 
 def test_bad_input_names_the_argument(call: object, error: type[Exception], words: str) -> None:
     with pytest.raises(error, match=words):
         call()  # type: ignore[operator]
+
+
+# a video of 2 steps of 2 x 2 patches (one token each with merge 2), between text
+_VIDEO = [False, True, True, False]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        (
+            {"is_video": [True, True]},
+            ValueError,
+            r"is_video must have one flag per token, .* got 2 flags",
+        ),
+        ({"is_video": [1, 0, 0, 0]}, TypeError, "is_video must be a non-empty 1-D"),
+        ({"video_grids": [[2, 2, 2]]}, ValueError, "video_grids has more videos than is_video"),
+        ({"is_video": _VIDEO, "video_grids": []}, ValueError, "is_video has more runs"),
+        ({"is_video": _VIDEO, "video_grids": [[2, 3, 2]]}, ValueError, "multiples of merge=2"),
+        ({"is_video": _VIDEO, "video_grids": [[3, 2, 2]]}, ValueError, "has 3 tokens per video"),
+        ({"is_video": _VIDEO, "video_grids": [[2, 0, 2]]}, ValueError, r"video_grids\[0\]"),
+        ({"is_video": _VIDEO, "video_grids": "222"}, TypeError, "video_grids must be a sequence"),
+        (
+            {"is_video": _VIDEO, "video_grids": [[2, 2, 2]], "model_type": "qwen3_vl"},
+            ValueError,
+            "each time step is a run of its own",
+        ),
+        ({"model_type": "qwen2-vl"}, ValueError, "model_type must be one of"),
+        ({"model_type": 2}, TypeError, "model_type must be one of"),
+        (
+            {"tokens_per_second": 2},
+            ValueError,
+            "tokens_per_second applies to model_type='qwen2_5_vl'",
+        ),
+        (
+            {"is_video": _VIDEO, "video_grids": [[2, 2, 2]], "model_type": "qwen2_5_vl"},
+            ValueError,
+            "tokens_per_second is required",
+        ),
+        (
+            {"model_type": "qwen2_5_vl", "tokens_per_second": 2.0},
+            TypeError,
+            "tokens_per_second must be an int",
+        ),
+    ],
+)
+def test_bad_video_input_names_the_argument(
+    kwargs: dict[str, object], error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error, match=words):
+        mrope_positions([False] * 4, [], **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "error", "words"),
+    [
+        ([0.0], ValueError, r"second_per_grid_ts\[0\] must be a finite number of seconds > 0"),
+        ([float("nan")], ValueError, "finite"),
+        ([1.0, 1.0], ValueError, "one positive number of seconds per video .* got 2 values"),
+        (["1"], TypeError, r"second_per_grid_ts\[0\] must be a real number"),
+        (torch.tensor([[1.0]]), ValueError, r"got shape \(1, 1\)"),
+        (torch.tensor([True]), TypeError, "got dtype torch.bool"),
+        (torch.tensor([1.0], device="meta"), ValueError, "meta tensor"),
+        (1.0, TypeError, "second_per_grid_ts must be one positive number"),
+        ([1e30], ValueError, "must be at most 2\\*\\*53 - 1"),
+    ],
+)
+def test_bad_seconds_per_step_are_named(
+    seconds: object, error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error, match=words):
+        mrope_positions(
+            [False] * 4,
+            [],
+            is_video=_VIDEO,
+            video_grids=[[2, 2, 2]],
+            model_type="qwen2_5_vl",
+            second_per_grid_ts=seconds,  # type: ignore[arg-type]
+            tokens_per_second=2,
+        )
+
+
+def test_a_token_flagged_as_image_and_video_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"tokens \[1\] are flagged in both"):
+        mrope_positions([False, True, False], [[1, 2, 2]], is_video=[False, True, False])
 
 
 def test_every_layout_is_in_the_registry() -> None:

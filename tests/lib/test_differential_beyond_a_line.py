@@ -8,8 +8,10 @@ tiny config (no network, no weights) and asks for equality:
 * :func:`pe_lib.relative_bias.t5_relative_buckets` with ``T5Attention._relative_position_bucket``,
   relative positions up to the library's bound ``±(2**53 - 1)``;
 * :func:`pe_lib.relative_bias.clipped_relative_positions` with Wav2Vec2-BERT's ``relative_key``;
-* :func:`pe_lib.grid.mrope_positions` with ``Qwen2VLModel.get_rope_index`` (images only), grids
-  given as lists and as the ``image_grid_thw`` tensor the model takes;
+* :func:`pe_lib.grid.mrope_positions` with ``Qwen2VLModel.get_rope_index`` on text and images,
+  grids given as lists and as the ``image_grid_thw`` tensor the model takes; and on text, images
+  and videos with the ``get_rope_index`` of Qwen2-VL, Qwen2.5-VL (seconds per step as a list or
+  as the processor's float32 tensor) and Qwen3-VL (each step after its timestamp's text);
 * :func:`pe_lib.grid.grid_positions` with ``transformers.vision_utils.get_vision_position_ids``;
 * :func:`pe_lib.grid.resize_position_table` with ``ViTEmbeddings.interpolate_pos_encoding`` and
   ``Siglip2VisionEmbeddings.resize_positional_embeddings``;
@@ -176,6 +178,122 @@ def test_mrope_positions_equal_get_rope_index(
     )
     image_grids = {"list": grids, "tensor": thw, "int32 tensor": thw.int()}[given_as]
     ours, our_delta = mrope_positions([bool(kind) for kind in kinds], image_grids, merge=merge)
+    assert torch.equal(theirs[:, 0].T, ours)
+    assert our_delta == int(delta)
+
+
+_TINY_TEXT = {
+    "hidden_size": 16,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "num_hidden_layers": 1,
+    "intermediate_size": 16,
+    "vocab_size": 8,
+    "rope_parameters": {"rope_type": "default", "mrope_section": [1, 1, 2]},
+}
+
+
+@functools.cache
+def _video_model(model_type: str, merge: int, tokens_per_second: int) -> object:
+    """A tiny model of ``model_type`` whose ``get_rope_index`` places videos."""
+    if model_type == "qwen2_vl":
+        return _qwen2_vl(merge)
+    vision = {
+        "depth": 1,
+        "hidden_size": 16,
+        "num_heads": 2,
+        "intermediate_size": 16,
+        "out_hidden_size": 16,
+        "spatial_merge_size": merge,
+    }
+    if model_type == "qwen2_5_vl":
+        config = transformers.Qwen2_5_VLConfig(
+            vision_config={**vision, "tokens_per_second": tokens_per_second},
+            text_config=_TINY_TEXT,
+        )
+        return transformers.Qwen2_5_VLModel(config)
+    rope = {**_TINY_TEXT["rope_parameters"], "mrope_interleaved": True}  # type: ignore[dict-item]
+    config = transformers.Qwen3VLConfig(
+        vision_config={**vision, "deepstack_visual_indexes": [0]},
+        text_config={**_TINY_TEXT, "rope_parameters": rope},
+    )
+    return transformers.Qwen3VLModel(config)
+
+
+@st.composite
+def text_images_and_videos(draw: st.DrawFn) -> dict[str, object]:
+    """A sequence of text, images and videos for one of the three models: kinds (0 text, 1
+    image, 2 video) per token, grids, and Qwen2.5-VL's seconds per step. A Qwen3-VL video's
+    steps each follow text (their timestamps), as its processor writes them."""
+    model_type = draw(st.sampled_from(["qwen2_vl", "qwen2_5_vl", "qwen3_vl"]))
+    merge = draw(st.sampled_from([1, 2, 3]))
+    kinds = [0] * draw(st.integers(0, 3))
+    images: list[list[int]] = []
+    videos: list[list[int]] = []
+    seconds: list[float] = []
+    for _ in range(draw(st.integers(1, 3))):
+        rows, columns = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        tokens = rows * columns
+        if draw(st.booleans()):
+            images.append([1, rows * merge, columns * merge])
+            kinds += [1] * tokens
+        else:
+            steps = draw(st.integers(1, 6))
+            videos.append([steps, rows * merge, columns * merge])
+            # fps from 0.25 to 8 at two frames per step, as the processor computes it
+            seconds.append(2 / draw(st.sampled_from([0.25, 0.5, 1.0, 2.0, 3.0, 24 / 5, 8.0])))
+            if model_type == "qwen3_vl":
+                for _ in range(steps):
+                    kinds += [0] * draw(st.integers(1, 3)) + [2] * tokens
+            else:
+                kinds += [2] * (steps * tokens)
+        kinds += [0] * draw(st.integers(1, 3))
+    return {
+        "model_type": model_type,
+        "merge": merge,
+        "kinds": kinds,
+        "images": images,
+        "videos": videos,
+        "seconds": seconds,
+        "tokens_per_second": draw(st.sampled_from([1, 2, 4, 25])),
+    }
+
+
+@EXAMPLES
+@given(text_images_and_videos(), st.sampled_from(["list", "tensor"]))
+def test_video_positions_equal_each_models_get_rope_index(
+    sequence: dict[str, object], given_as: str
+) -> None:
+    model_type, merge = str(sequence["model_type"]), int(sequence["merge"])  # type: ignore[call-overload]
+    kinds: list[int] = sequence["kinds"]  # type: ignore[assignment]
+    images: list[list[int]] = sequence["images"]  # type: ignore[assignment]
+    videos: list[list[int]] = sequence["videos"]  # type: ignore[assignment]
+    per_second: int = sequence["tokens_per_second"]  # type: ignore[assignment]
+    seconds: object = sequence["seconds"]
+    if given_as == "tensor":
+        seconds = torch.tensor(seconds)  # float32, as the processor returns it
+    theirs_kwargs: dict[str, object] = {
+        "image_grid_thw": torch.tensor(images) if images else None,
+        "video_grid_thw": torch.tensor(videos) if videos else None,
+    }
+    ours_kwargs: dict[str, object] = {}
+    if model_type == "qwen2_5_vl" and videos:
+        theirs_kwargs["second_per_grid_ts"] = seconds
+        ours_kwargs = {"second_per_grid_ts": seconds, "tokens_per_second": per_second}
+    model = _video_model(model_type, merge, per_second)
+    theirs, delta = model.get_rope_index(  # type: ignore[attr-defined]
+        torch.zeros(1, len(kinds), dtype=torch.long), torch.tensor([kinds]), **theirs_kwargs
+    )
+    grids = {"list": videos, "tensor": torch.tensor(videos, dtype=torch.int64).reshape(-1, 3)}
+    ours, our_delta = mrope_positions(
+        [kind == 1 for kind in kinds],
+        images,
+        is_video=[kind == 2 for kind in kinds],
+        video_grids=grids[given_as],
+        merge=merge,
+        model_type=model_type,
+        **ours_kwargs,  # type: ignore[arg-type]
+    )
     assert torch.equal(theirs[:, 0].T, ours)
     assert our_delta == int(delta)
 

@@ -19,15 +19,26 @@ checker                                   what it checks
 :func:`check_flat`                        perplexity that stays flat as the length grows
 ========================================  =========================================
 
+Every checker tries the cases the exercise allows, not one: a few readable ones first, then
+cases drawn with a seed (its ``seed=`` argument, 0 by default) from the whole space (odd and
+large sizes, far offsets, packed positions, several new tokens at once); a failure names the
+case, and for a drawn one the seed that draws it again. Each holds the work to the tolerance of
+the precision the exercise asks for.
+
 The messages are English unless ``set_language("ko")`` asks for Korean (the Korean edition's
 notebooks do, in their first cell); ``get_language()`` says which, and the ``.mistake`` codes are
-the same in both.
+the same in both. The English is in the code; the Korean is in the gettext catalogue
+``locale/ko/LC_MESSAGES/pe_lib_checks.po`` of this package, which a translator edits
+(:mod:`pe_lib.checks._messages`).
 
 Each checker's ``.mistakes`` is the tuple of the codes it recognises, in the order it looks
 for them, read from the :class:`Catalogue` its module declares (the one way to read them). A new
-checker is one module of this package built on :mod:`pe_lib.checks._core`: declare its
-mistakes in a :class:`Catalogue`, decorate the checker with ``@catalogue.attach``, raise them
-with ``mistake.fail(...)``, call student code through ``call_student``.
+checker is one module of this package built on :mod:`pe_lib.checks._core`: declare its case
+space (``draw_cases``), its reference, its tolerance (``Tolerance``) and its mistakes in a
+:class:`Catalogue`, try them in order with one table of ``Diagnosis`` rows (``diagnose``),
+call student code through ``call_student`` and use the shared guards (``EXCEPTION``,
+``WRONG_TYPE``, ``SHAPE``, ``DTYPE``, ``NOT_FINITE``, ``IN_PLACE``, ``HIDDEN_STATE``);
+``python -m pe_lib.checks`` then adds the new messages to the catalogue to translate.
 """
 
 from __future__ import annotations

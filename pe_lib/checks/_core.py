@@ -1,70 +1,104 @@
-r"""What every homework checker shares.
+r"""What every homework checker is built from.
 
-* :class:`~pe_lib.checks.CheckFailed`, the failure a checker raises, and
-  :class:`~pe_lib.checks.Note`, a remark that does not fail;
-* :class:`~pe_lib.checks.Mistake`, one declared mistake (its code, a *what is wrong* and a
-  *how to fix it* template, in English and in Korean), and :class:`~pe_lib.checks.Catalogue`,
-  the mistakes of one checker in the order it looks for them; a checker's list of codes is
-  read from its catalogue, never kept by hand;
-* :func:`~pe_lib.checks.set_language` and :func:`~pe_lib.checks.get_language`, the language
-  of the messages (``"en"`` or ``"ko"``), and :func:`say`, a phrase a checker builds at
-  failure time, in both languages; :func:`particle`, a value followed by the Korean particle
-  its last sound asks for (a Korean template writes ``{field:을}`` for the same);
-* :func:`call_student`, calling student code so that an error in it is reported as the call
-  that raised, not as a traceback from inside the checker;
-* :class:`Tolerance`, the error allowed for a sinusoid computed in a given precision;
-* :func:`as_float64`, what the student handed in (numpy array or torch tensor) as a float64
-  CPU tensor;
-* :func:`reference`, the correct sinusoidal table (Vaswani et al., 2017, section 3.5) at any
-  float64 positions, from :func:`pe_lib.sinusoidal.angular_frequencies`.
+A checker declares four things and the core does the rest:
+
+* **its case space**: a few fixed cases, the readable ones a student meets first, then cases
+  drawn from everything the exercise allows (odd and large sizes, far offsets, packed positions,
+  several new tokens at once) by :func:`draw_cases`, seeded, so that a failure is reproducible
+  and its message names the case and the seed that drew it;
+* **its reference**: the right answer, computed in float64 from what the student received;
+* **its tolerance**: :class:`Tolerance`, the error that rounding in the precision the exercise
+  asks for explains, and no more;
+* **one table of diagnoses**, :class:`Diagnosis` rows tried in order by :func:`diagnose`: each
+  rebuilds what a mistake would give and, if that is what the student's work gives, names it.
+
+The guards every checker needs come from here: :func:`call_student` (an exception in student
+code, the ``"exception"`` mistake, declared once in :data:`EXCEPTION`), :func:`as_float64`
+(what was handed in: :data:`WRONG_TYPE`), :data:`SHAPE`, :data:`DTYPE`, :data:`NOT_FINITE`,
+:data:`IN_PLACE` and :data:`HIDDEN_STATE`; a checker's :class:`Catalogue` :meth:`~Catalogue.uses`
+those it can raise.
+
+Messages are :class:`~pe_lib.checks._messages.Text` s: English in the code, translated in the
+gettext catalogue of each language (:mod:`pe_lib.checks._messages`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import re
-import string
-from collections.abc import Callable, Iterator
+import random
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
 import torch
 
+from .._validation import check_nonnegative_int
 from ..sinusoidal import angular_frequencies
+from ._messages import (
+    LANGUAGES,
+    PARTICLES,
+    Text,
+    fields_of,
+    get_language,
+    particle,
+    render,
+    set_language,
+)
 
 __all__ = [
     "ANGLE_ERROR_CAP",
-    "LANGUAGES",
+    "DTYPE",
     "EPS16",
     "EPS32",
     "EPS64",
     "EPS_BF16",
-    "F",
+    "EXCEPTION",
+    "HIDDEN_STATE",
+    "IN_PLACE",
+    "LANGUAGES",
+    "NOT_FINITE",
+    "PARTICLES",
+    "SHAPE",
+    "WRONG_TYPE",
+    "Case",
     "Catalogue",
     "CheckFailed",
+    "Diagnosis",
+    "F",
     "Mistake",
-    "Note",
     "NotAnArray",
+    "Note",
     "T",
+    "Text",
     "Tolerance",
     "angle_ulps",
     "as_float64",
     "call_student",
+    "check_seed",
     "column_frequencies",
+    "diagnose",
+    "draw_cases",
     "dtype_name",
     "fmt_base",
     "get_language",
+    "kind_of",
     "particle",
     "reference",
-    "say",
     "set_language",
+    "text",
 ]
 
 #: The type a student's function returns, passed through by :func:`call_student`.
 T = TypeVar("T")
 #: A checker function, returned unchanged by :meth:`pe_lib.checks.Catalogue.attach`.
 F = TypeVar("F", bound=Callable[..., object])
+#: A case of a checker's case space.
+C = TypeVar("C")
+#: The evidence a table of diagnoses is read against.
+E = TypeVar("E")
 
 EPS64 = float(torch.finfo(torch.float64).eps)
 EPS32 = float(torch.finfo(torch.float32).eps)
@@ -72,194 +106,13 @@ EPS16 = float(torch.finfo(torch.float16).eps)
 EPS_BF16 = float(torch.finfo(torch.bfloat16).eps)
 
 
-# The language of the messages -------------------------------------------------------------
-
-#: The languages a checker speaks: English and Korean (the Korean edition's notebooks choose it).
-LANGUAGES = ("en", "ko")
-#: The words the core puts between *what is wrong* and *how to fix it*, in each language.
-FIX_LABEL = {"en": "Fix:", "ko": "고치는 법:"}
-
-_language = "en"
+def text(english: str) -> Text:
+    """Declare a sentence a checker prints (at module level): see :class:`Text`."""
+    return Text.declare(english, str(sys._getframe(1).f_globals.get("__name__", "")))
 
 
-def set_language(language: str) -> None:
-    """Write every checker's messages in ``language`` from now on: ``"en"`` or ``"ko"``.
-
-    The Korean edition's notebooks call ``set_language("ko")`` in their first cell. A
-    :class:`~pe_lib.checks.CheckFailed`'s ``mistake`` code is the same in every language;
-    its message says what is wrong and, after ``Fix:`` (``고치는 법:``), how to fix it.
-
-    Raises:
-        TypeError: ``language`` is not a string.
-        ValueError: ``language`` is not one of ``"en"``, ``"ko"``.
-    """
-    global _language
-    if not isinstance(language, str):
-        raise TypeError(
-            f"language must be a string, one of {', '.join(map(repr, LANGUAGES))}, "
-            f"got {language!r} ({type(language).__name__})"
-        )
-    if language not in LANGUAGES:
-        raise ValueError(
-            f"language must be one of {', '.join(map(repr, LANGUAGES))}, got {language!r}"
-        )
-    _language = language
-
-
-def get_language() -> str:
-    """The language of the checkers' messages (``"en"`` unless :func:`set_language` chose)."""
-    return _language
-
-
-# Korean particles after a substituted value -------------------------------------------------
-
-#: Each Korean particle that changes with the word before it: (after a final consonant, after
-#: a vowel). ``으로``/``로`` is the one exception to the rule: after ㄹ it is ``로``.
-PARTICLES = {
-    "을": ("을", "를"),
-    "이": ("이", "가"),
-    "은": ("은", "는"),
-    "과": ("과", "와"),
-    "으로": ("으로", "로"),
-    "이라": ("이라", "라"),
-    "이나": ("이나", "나"),
-}
-# Either form names the pair: {value:를} and {value:을} both choose the right one.
-_PAIR = {form: pair for pair in PARTICLES.values() for form in pair}
-
-_HANGUL_FIRST, _HANGUL_LAST = 0xAC00, 0xD7A3
-_FINAL_RIEUL = 8  # ㄹ among the 27 final consonants of a Hangul syllable
-# The final sound of a digit read in Korean (영 일 이 삼 사 오 육 칠 팔 구): "consonant", "rieul"
-# (ㄹ) or "vowel".
-_DIGIT_END = dict(
-    zip(
-        "0123456789",
-        (
-            "consonant",
-            "rieul",
-            "vowel",
-            "consonant",
-            "vowel",
-            "vowel",
-            "consonant",
-            "rieul",
-            "rieul",
-            "vowel",
-        ),
-        strict=True,
-    )
-)
-# The final sound of a Latin letter read by its name (에이 비 씨 ... 엘 엠 엔 ...).
-_LETTER_END = {
-    **dict.fromkeys("abcdefghijkopqrstuvwxyz", "vowel"),
-    "l": "rieul",
-    "m": "consonant",
-    "n": "consonant",
-}
-_LETTER_END["r"] = "rieul"  # 알, as a variable is read (행 r은)
-# Read as an English word, a Latin word ends as its Korean loanword does (외래어 표기법): -l, -le
-# on ㄹ (레이블, 모듈); -m, -n, -ng, -me, -ne on a consonant (토큰, 타임, 라인); -p, -t, -b, -k after
-# one short vowel, and -ck, on a consonant (스텝, 오프셋, 레이아웃, 트레이스백); anything else on a
-# vowel (레이어, 텐서, 에러, 마스크, 플로트).
-_WORD_END = (
-    ("le", "rieul"),
-    ("l", "rieul"),
-    ("me", "consonant"),
-    ("ne", "consonant"),
-    ("m", "consonant"),
-    ("n", "consonant"),
-    ("ng", "consonant"),
-    ("ck", "consonant"),
-)
-_VOWELS = "aeiou"
-# Words the book reads otherwise: "shape" and "type" as 셰입 and 타입 (the article writes
-# "shape이"), "RoPE" as 로프.
-_READINGS = {"shape": "consonant", "type": "consonant", "dtype": "consonant", "rope": "vowel"}
-
-
-def _word_end(word: str) -> str:
-    """The final sound of a Latin word read as a Korean loanword (see :data:`_WORD_END`)."""
-    if word in _READINGS:
-        return _READINGS[word]
-    for ending, sound in _WORD_END:
-        if word.endswith(ending):
-            return sound
-    if len(word) >= 2 and word[-1] in "ptbk" and word[-2] in _VOWELS:
-        before = word[-3:-2]
-        if not before or before not in _VOWELS or word[-3:-1] == "ou":
-            return "consonant"  # 스텝, 오프셋, 아웃 (not 플로트: a long vowel)
-    return "vowel"
-
-
-def _final_sound(text: str) -> str:
-    """How ``text`` ends when read aloud in Korean: ``"consonant"``, ``"rieul"`` or ``"vowel"``.
-
-    Hangul by its last syllable's final consonant; a number by its Korean reading (``10``, 십;
-    ``0.1``, 일; ``7``, 칠); a Latin word as a Korean loanword ends (``RuntimeError``, 에러;
-    ``cos``... see :data:`_WORD_END`); a single letter or an all-capital abbreviation by its
-    letters' names (``x``, 엑스; ``L``, 엘). Closing quotes, brackets and dots are not read.
-    """
-    stripped = text.rstrip(" '\"`)]}>.,;:!?…_")
-    if not stripped:
-        return "vowel"
-    last = stripped[-1]
-    if _HANGUL_FIRST <= ord(last) <= _HANGUL_LAST:
-        final = (ord(last) - _HANGUL_FIRST) % 28
-        return "vowel" if final == 0 else "rieul" if final == _FINAL_RIEUL else "consonant"
-    if last.isdigit():
-        number = re.search(r"[0-9.]+$", stripped)
-        digits = number.group() if number else last
-        if "." not in digits and len(digits.lstrip("0")) > 1 and digits.endswith("0"):
-            return "consonant"  # 십, 백, 천, 만: every place value ends on a consonant
-        return _DIGIT_END[last]
-    if last.isascii() and last.isalpha():
-        word = re.search(r"[A-Za-z]+$", stripped)
-        letters = word.group() if word else last
-        if len(letters) == 1 or letters.isupper():
-            return _LETTER_END[letters[-1].lower()]
-        return _word_end(letters.lower())
-    return "vowel"  # a symbol (θ, %, ...) read as a word ending on a vowel (세타, 퍼센트)
-
-
-def particle(value: object, form: str) -> str:
-    """``value`` followed by the Korean particle ``form`` in the shape its last sound takes.
-
-    ``form`` is either shape of a pair of ``PARTICLES`` (``"을"`` or ``"를"``, ``"으로"`` or
-    ``"로"``, ...): ``particle("dropout=0.1", "를")`` is ``"dropout=0.1을"``,
-    ``particle("RuntimeError", "으로")`` is ``"RuntimeError로"``. In a catalogue's Korean
-    templates the same is written ``{field:을}``.
-
-    Raises:
-        ValueError: ``form`` is not a particle of ``PARTICLES``.
-    """
-    if form not in _PAIR:
-        raise ValueError(f"form must be one of {', '.join(sorted(_PAIR))}, got {form!r}")
-    text = str(value)
-    after_consonant, after_vowel = _PAIR[form]
-    sound = _final_sound(text)
-    if after_consonant == "으로":
-        return text + ("으로" if sound == "consonant" else "로")
-    return text + (after_vowel if sound == "vowel" else after_consonant)
-
-
-class _Formatter(string.Formatter):
-    """``str.format`` where a field's format spec may be a Korean particle: ``{call:이}``
-    writes the value, then ``이`` or ``가`` as the value's last sound asks."""
-
-    def format_field(self, value: object, format_spec: str) -> str:
-        if format_spec in _PAIR:
-            return particle(format(value, ""), format_spec)
-        return str(super().format_field(value, format_spec))
-
-
-_FORMATTER = _Formatter()
-
-
-def say(english: str, korean: str) -> str:
-    """``english`` or ``korean``, whichever the current language is: for the parts of a
-    message a checker builds where it finds the mistake (the case it was checking, evidence,
-    hints), beside the templates its catalogue declares."""
-    return korean if _language == "ko" else english
+#: The words between *what is wrong* and *how to fix it*.
+FIX_LABEL = text("Fix:")
 
 
 class CheckFailed(AssertionError):
@@ -297,17 +150,17 @@ class Note:
 class Mistake:
     """One mistake a checker recognises, declared once.
 
-    ``what`` and ``how`` are ``str.format`` templates; their fields are filled in where
-    the mistake is found. ``ko`` holds the same two templates in Korean, with the same fields;
-    the message is written in the language :func:`~pe_lib.checks.get_language` names (in
-    English where a mistake has no Korean, which no checker's catalogue allows). Several
-    records may share a ``code`` (variants of one mistake).
+    ``what`` and ``how`` are English ``str.format`` templates whose fields are filled in where
+    the mistake is found; their translations are read from the catalogues
+    (:mod:`pe_lib.checks._messages`), or from ``ko``, a ``(what, how)`` pair given here (for a
+    mistake declared outside the package). Several records may share a ``code`` (variants of
+    one mistake).
 
     Attributes:
         code: the short name students see as ``CheckFailed.mistake``.
         what: what is wrong, in plain words.
         how: how to fix it (printed after ``Fix:``).
-        ko: ``(what, how)`` in Korean (``how`` printed after ``고치는 법:``), or ``None``.
+        ko: ``(what, how)`` in Korean, or ``None`` to read them from the Korean catalogue.
     """
 
     code: str
@@ -323,46 +176,48 @@ class Mistake:
         if (
             not isinstance(self.ko, tuple)
             or len(self.ko) != 2
-            or not all(isinstance(text, str) and text.strip() for text in self.ko)
+            or not all(isinstance(t, str) and t.strip() for t in self.ko)
         ):
             raise TypeError(
                 f"ko must be a pair of non-empty strings (what, how), got {self.ko!r} "
                 f"for mistake {self.code!r}"
             )
-        english, korean = _fields(self.what, self.how), _fields(*self.ko)
+        english, korean = fields_of(self.what, self.how), fields_of(*self.ko)
         if english != korean:
             raise ValueError(
                 f"the Korean texts of mistake {self.code!r} must have the English fields "
                 f"{sorted(english)}, got {sorted(korean)}"
             )
 
+    def renamed(self, code: str) -> Mistake:
+        """The same mistake under another code (a checker that named it so before)."""
+        return dataclasses.replace(self, code=code)
+
     def fields(self) -> set[str]:
-        """The template fields of ``what`` and ``how`` (the Korean texts have the same)."""
-        return _fields(self.what, self.how)
+        """The template fields of ``what`` and ``how`` (every translation has the same)."""
+        return fields_of(self.what, self.how)
 
     def texts(self, language: str | None = None) -> tuple[str, str]:
         """The templates ``(what, how)`` in ``language`` (by default the current one)."""
         if language is None:
-            language = _language
+            language = get_language()
         elif language not in LANGUAGES:
             raise ValueError(
                 f"language must be one of {', '.join(map(repr, LANGUAGES))}, got {language!r}"
             )
         if language == "ko" and self.ko is not None:
             return self.ko
-        return self.what, self.how
+        return Text(self.what).template(language), Text(self.how).template(language)
 
     def render(self, **fields: object) -> tuple[str, str]:
-        """``(what, how)`` in the current language with ``fields`` filled in (a Korean
-        template's ``{field:을}`` gets the particle the value's last sound asks for)."""
-        what, how = (_FORMATTER.format(template, **fields) for template in self.texts())
+        """``(what, how)`` in the current language with ``fields`` filled in."""
+        what, how = (render(template, **fields) for template in self.texts())
         return what, how
 
     def explain(self, context: str = "", evidence: str = "", /, **fields: object) -> str:
         """``context + what``, then ``evidence``, then ``Fix: how``, in the current language."""
         what, how = self.render(**fields)
-        label = FIX_LABEL["ko" if self.ko is not None and _language == "ko" else "en"]
-        return f"{context}{what}{' ' + evidence if evidence else ''} {label} {how}"
+        return f"{context}{what}{' ' + evidence if evidence else ''} {FIX_LABEL} {how}"
 
     def fail(self, context: str = "", evidence: str = "", /, **fields: object) -> CheckFailed:
         """The :class:`~pe_lib.checks.CheckFailed` to raise (``raise mistake.fail(...) from cause``)."""
@@ -377,22 +232,33 @@ class Mistake:
 class Catalogue:
     """The mistakes of one checker, in the order it looks for them.
 
-    ``codes`` is derived from the declarations, so a new mistake is one :meth:`declare` call.
-    Decorating the checker with :meth:`attach` (after the last declaration) gives it
-    ``.mistakes``, these codes: the one public way to read a checker's mistakes.
+    ``codes`` is derived from the declarations, so a new mistake is one :meth:`declare` call
+    (or one :meth:`uses` of a mistake the core declares for every checker). Decorating the
+    checker with :meth:`attach` (after the last declaration) gives it ``.mistakes``, these
+    codes: the one public way to read a checker's mistakes.
     """
 
     checker: str
     _records: list[Mistake] = field(default_factory=list)
 
-    def declare(self, code: str, what: str, how: str, *, ko: tuple[str, str]) -> Mistake:
+    def declare(
+        self, code: str, what: str, how: str, *, ko: tuple[str, str] | None = None
+    ) -> Mistake:
         """Declare a mistake (or one more variant of a declared code) and return it.
 
-        ``what`` and ``how`` are the English templates, ``ko`` the same two in Korean: every
-        mistake a checker names can be explained in both languages."""
+        ``what`` and ``how`` are English templates; their translations are read from the
+        catalogues (or from ``ko``, for a checker written outside this package)."""
         record = Mistake(code, what, how, ko)
+        if ko is None:
+            module = str(sys._getframe(1).f_globals.get("__name__", self.checker))
+            Text.declare(what, module)
+            Text.declare(how, module)
         self._records.append(record)
         return record
+
+    def uses(self, *mistakes: Mistake) -> None:
+        """Add mistakes declared once for every checker (:data:`EXCEPTION`, ...) in this place."""
+        self._records.extend(mistakes)
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -412,26 +278,136 @@ class Catalogue:
         return function
 
 
-def _fields(*templates: str) -> set[str]:
-    """The ``str.format`` fields of ``templates``."""
-    return {
-        name
-        for template in templates
-        for _, name, _, _ in string.Formatter().parse(template)
-        if name
-    }
+def _shared(code: str, what: str, how: str) -> Mistake:
+    Text.declare(what, __name__)
+    Text.declare(how, __name__)
+    return Mistake(code, what, how)
 
 
-def call_student(mistake: Mistake, call: str, function: Callable[..., T], *args: object) -> T:
-    """``function(*args)``; an exception in it becomes ``mistake`` (code ``"exception"``).
+# The guards every checker shares -------------------------------------------------------------
 
-    The message names ``call`` (how the checker called the student's code) and the error;
-    the original exception is chained as ``__cause__``.
+#: Student code raised. ``contract`` says how the checker calls it.
+EXCEPTION = _shared(
+    "exception",
+    "{call} raised {error_type}: {error}.",
+    "fix that error first (the traceback above this one shows where it happened). {contract}",
+)
+#: Student code returned something that is not what the exercise asks for.
+WRONG_TYPE = _shared("wrong_type", "{call} returned {found}, not {wanted}.", "{how}")
+#: The result has the wrong shape.
+SHAPE = _shared("shape", "{call} returned shape {shape}, not {wanted}.", "{how}")
+#: The result has another dtype than the input.
+DTYPE = _shared("dtype", "{call} returned a {found} result for {wanted} inputs.", "{how}")
+#: NaN or infinite values.
+NOT_FINITE = _shared(
+    "not_finite", "{call} returned NaN or infinite values, the first at {where}.", "{how}"
+)
+#: The student's code changed what it was given.
+IN_PLACE = _shared(
+    "in_place",
+    "{call} changed its input {name} in place ({example}).",
+    "build a new tensor and leave the caller's {name} as it was ({instead}).",
+)
+#: The same case, run twice from the start, gave different results.
+HIDDEN_STATE = _shared(
+    "hidden_state",
+    "{call}: the same case run twice from the start gave different results (by up to {error}): "
+    "the code keeps something between calls outside what it returns, such as a global or an "
+    "attribute that is never reset.",
+    "keep everything a call needs in its arguments and in what it returns ({how}).",
+)
+
+
+def call_student(
+    mistake: Mistake, call: str, function: Callable[..., T], *args: object, **fields: object
+) -> T:
+    """``function(*args)``; an exception in it becomes ``mistake`` (:data:`EXCEPTION`).
+
+    The message names ``call`` (how the checker called the student's code), the error and
+    ``fields`` (for :data:`EXCEPTION`, ``contract``: how the checker calls the code); the
+    original exception is chained as ``__cause__``.
     """
     try:
         return function(*args)
     except Exception as error:
-        raise mistake.fail(call=call, error_type=type(error).__name__, error=error) from error
+        raise mistake.fail(
+            call=call, error_type=type(error).__name__, error=error, **fields
+        ) from error
+
+
+# Case spaces ---------------------------------------------------------------------------------
+
+_DRAWN = text("(case {index} of those drawn with seed={seed}: the same seed draws it again)")
+
+
+@dataclass(frozen=True)
+class Case(Generic[C]):
+    """One case of a checker's case space: its parameters, and where it came from.
+
+    Attributes:
+        value: the parameters (sizes, positions, ...), whatever the checker uses.
+        index: ``None`` for a fixed case; else the number of the draw, from 1.
+        seed: the seed the drawn cases came from.
+    """
+
+    value: C
+    index: int | None = None
+    seed: int = 0
+
+    @property
+    def label(self) -> str:
+        """For a drawn case, which draw it was and its seed (with a leading space); else ``""``."""
+        if self.index is None:
+            return ""
+        return " " + _DRAWN.render(index=self.index, seed=self.seed)
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` as a non-negative int, or a ``TypeError``/``ValueError`` naming it."""
+    return check_nonnegative_int("seed", seed)
+
+
+def draw_cases(
+    fixed: Sequence[C], draw: Callable[[random.Random], C], count: int, seed: int
+) -> Iterator[Case[C]]:
+    """The fixed cases, then ``count`` cases ``draw(rng)`` with ``rng`` seeded by ``seed``.
+
+    The fixed cases come first so that a common mistake is shown on a small, readable case; the
+    drawn ones cover the rest of what the exercise allows.
+    """
+    for value in fixed:
+        yield Case(value, None, seed)
+    rng = random.Random(seed)
+    for index in range(1, count + 1):
+        yield Case(draw(rng), index, seed)
+
+
+# Diagnoses -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Diagnosis(Generic[E]):
+    """One row of a checker's table of diagnoses.
+
+    Attributes:
+        mistake: what is raised when this row explains the evidence.
+        explains: ``explains(evidence)``, the fields of the message if the mistake explains the
+            evidence (rebuilding what it would give and comparing), else ``None``.
+    """
+
+    mistake: Mistake
+    explains: Callable[[E], dict[str, object] | None]
+
+
+def diagnose(
+    table: Sequence[Diagnosis[E]], evidence: E, context: str = "", note: str = ""
+) -> CheckFailed | None:
+    """The failure of the first row of ``table`` that explains ``evidence``, or ``None``."""
+    for row in table:
+        fields = row.explains(evidence)
+        if fields is not None:
+            return row.mistake.fail(context, note, **fields)
+    return None
 
 
 # Tolerances ----------------------------------------------------------------------------------
@@ -459,7 +435,8 @@ class Tolerance:
 
     Attributes:
         value_eps: machine epsilon of the values (rounding of numbers in [-1, 1]).
-        angle_eps: machine epsilon of the precision the angles were formed in.
+        angle_eps: machine epsilon of the precision the angles must be formed in: the one the
+            exercise asks for.
         angle_ulps: :func:`angle_ulps` of the base.
         angle_cap: the cap ``c`` of the angle term: none (``inf``) unless given;
             :data:`ANGLE_ERROR_CAP` for tables (:meth:`for_table`).
@@ -473,9 +450,11 @@ class Tolerance:
     VALUE_ULPS = 4.0
 
     @classmethod
-    def for_table(cls, value_eps: float, base: float) -> Tolerance:
-        """A table of that epsilon: angles in its precision, but at least float32; capped."""
-        return cls(value_eps, min(value_eps, EPS32), angle_ulps(base), ANGLE_ERROR_CAP)
+    def for_table(cls, value_eps: float, base: float, angle_eps: float | None = None) -> Tolerance:
+        """A table of that epsilon, capped; angles in ``angle_eps`` (by default the table's
+        precision, but at least float32's)."""
+        angles = min(value_eps, EPS32) if angle_eps is None else angle_eps
+        return cls(value_eps, angles, angle_ulps(base), ANGLE_ERROR_CAP)
 
     def __call__(self, angles: torch.Tensor) -> torch.Tensor:
         """Per-entry bound, the shape of ``angles``."""
@@ -502,16 +481,31 @@ def dtype_name(dtype: object) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+_META = text("a {dtype} tensor on the meta device (a shape without values)")
+_TENSOR_OF = text("a {dtype} tensor")
+_ARRAY_OF = text("a numpy array of dtype {dtype}")
+_OBJECT = text("a {kind}")
+
+
 class NotAnArray(Exception):
     """:func:`as_float64` could not read a value; ``str()`` says what it was, in the current
     language (``english`` always in English, for argument errors)."""
 
-    def __init__(self, english: str, korean: str) -> None:
-        super().__init__(english, korean)
-        self.english, self.korean = english, korean
+    def __init__(self, what: Text, **fields: object) -> None:
+        super().__init__(what.english)
+        self.what, self.fields = what, fields
+
+    @property
+    def english(self) -> str:
+        return render(self.what.english, **self.fields)
 
     def __str__(self) -> str:
-        return say(self.english, self.korean)
+        return self.what.render(**self.fields)
+
+
+def kind_of(value: object) -> str:
+    """What ``value`` is, in the current language: ``"a list"``, ``"list 객체"``, ..."""
+    return _OBJECT.render(kind=type(value).__name__)
 
 
 def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, str, float]:
@@ -531,18 +525,13 @@ def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, 
     """
     if isinstance(value, torch.Tensor):
         if value.device.type == "meta":
-            raise NotAnArray(
-                f"a {dtype_name(value.dtype)} tensor on the meta device (a shape without values)",
-                f"meta 장치의 {dtype_name(value.dtype)} 텐서(값 없이 shape만 있는 텐서)",
-            )
+            raise NotAnArray(_META, dtype=dtype_name(value.dtype))
         if value.is_floating_point():
             eps = float(torch.finfo(value.dtype).eps)
         elif integers and not value.is_complex() and value.dtype != torch.bool:
             eps = EPS64
         else:
-            raise NotAnArray(
-                f"a {dtype_name(value.dtype)} tensor", f"{dtype_name(value.dtype)} 텐서"
-            )
+            raise NotAnArray(_TENSOR_OF, dtype=dtype_name(value.dtype))
         return value.detach().to("cpu", torch.float64), dtype_name(value.dtype), max(eps, EPS64)
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "f":
@@ -550,12 +539,10 @@ def as_float64(value: object, *, integers: bool = False) -> tuple[torch.Tensor, 
         elif integers and value.dtype.kind in "iu":
             eps = EPS64
         else:
-            raise NotAnArray(
-                f"a numpy array of dtype {value.dtype}", f"dtype이 {value.dtype}인 numpy 배열"
-            )
+            raise NotAnArray(_ARRAY_OF, dtype=str(value.dtype))
         values = torch.from_numpy(np.array(value, dtype=np.float64, copy=True))
         return values, str(value.dtype), max(eps, EPS64)
-    raise NotAnArray(f"a {type(value).__name__}", f"{type(value).__name__} 객체")
+    raise NotAnArray(_OBJECT, kind=type(value).__name__)
 
 
 # The correct table ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,36 +25,34 @@ from ..sinusoidal import DEFAULT_BASE
 from ._core import (
     ANGLE_ERROR_CAP,
     EPS32,
+    EPS64,
+    EXCEPTION,
+    IN_PLACE,
+    Case,
     Catalogue,
     CheckFailed,
     Mistake,
     Note,
     angle_ulps,
     call_student,
+    check_seed,
+    draw_cases,
     dtype_name,
-    particle,
     reference,
-    say,
+    text,
 )
-from .table import check_sinusoidal_table
+from .table import check_sinusoidal_table, precision_evidence
 
 __all__ = ["check_positional_encoding_module"]
 
 MISTAKES = Catalogue("check_positional_encoding_module")
 
 _FIX_ADD = "return x + PE[:seq_len] (then dropout), with PE of shape (seq_len, d_model)."
-_FIX_ADD_KO = "x + PE[:seq_len]을 반환하라(그다음 Dropout). PE의 shape은 (seq_len, d_model)이다."
 _ON_THE_FLY = (
     "when seq_len > max_len, compute the missing rows from the formula on the fly "
     "(positions = torch.arange(seq_len), angles = positions[:, None] * omega[None, :], then "
     "sin and cos), or build the table for the length you are given: the sinusoidal formula "
     "holds for every position, which is its advantage over a learned table."
-)
-_ON_THE_FLY_KO = (
-    "seq_len > max_len이면 모자란 행을 그 자리에서 공식으로 계산하거나(positions = "
-    "torch.arange(seq_len), angles = positions[:, None] * omega[None, :], 그다음 sin과 cos), "
-    "주어진 길이에 맞는 테이블을 만들어라. 사인·코사인 공식은 모든 위치에서 성립하며, 그것이 "
-    "학습형 테이블보다 나은 점이다."
 )
 
 _CONSTRUCTOR = MISTAKES.declare(
@@ -61,28 +60,16 @@ _CONSTRUCTOR = MISTAKES.declare(
     "Could not build {name}({d_model}) nor {name}(d_model={d_model}): {error}.",
     "give __init__ a first argument d_model and defaults for the others (max_len=5000, "
     "dropout=0.1), or pass an instance.",
-    ko=(
-        "{name}({d_model})과 {name}(d_model={d_model}) 어느 쪽으로도 만들 수 없었다. 오류 내용: {error}",
-        "__init__의 첫 인자를 d_model로 하고 나머지에는 기본값(max_len=5000, dropout=0.1)을 주거나, 인스턴스를 넘겨라.",
-    ),
 )
-_EXCEPTION = MISTAKES.declare(
-    "exception",
-    "{call} raised {error_type}: {error}.",
-    "fix that error first (the traceback above this one shows where it happened).",
-    ko=(
-        "{call:이} {error_type:을} 일으켰다. 오류 내용: {error}",
-        "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다).",
-    ),
+MISTAKES.uses(EXCEPTION)
+_CONTRACT = text(
+    "The checker calls module(x) with float32 x of shape (batch, seq_len, d_model), in eval "
+    "and train mode, seq_len up to max_len and beyond."
 )
 _NOT_A_TENSOR = MISTAKES.declare(
     "shape",
     "module(x) returned a {kind}, not a tensor.",
     "return one tensor, x + PE, of the shape of x.",
-    ko=(
-        "module(x)가 텐서가 아니라 {kind:을} 반환했다.",
-        "x와 shape이 같은 텐서 하나, x + PE를 반환하라.",
-    ),
 )
 _SHAPE = MISTAKES.declare(
     "shape",
@@ -90,30 +77,14 @@ _SHAPE = MISTAKES.declare(
     "a positional encoding keeps the shape of its input.{hint}",
     "return x + PE[:seq_len], with PE[:seq_len] of shape (seq_len, d_model) broadcast over "
     "the batch.",
-    ko=(
-        "shape이 {shape} = (batch, seq_len, d_model)인 x에 대해 module(x)가 shape {out_shape:을} 반환했다. 위치 인코딩은 입력의 shape을 그대로 둔다.{hint}",
-        "x + PE[:seq_len]을 반환하라. shape이 (seq_len, d_model)인 PE[:seq_len]이 배치 차원으로 브로드캐스트된다.",
-    ),
 )
-_IN_PLACE = MISTAKES.declare(
-    "in_place",
-    "module(x) changed its input x in place (e.g. x += pe, or x.add_(pe)).",
-    "write x = x + pe, which makes a new tensor and leaves the caller's x untouched.",
-    ko=(
-        "module(x)가 입력 x를 제자리에서(in place) 바꿨다(예: x += pe, x.add_(pe)).",
-        "x = x + pe로 써라. 새 텐서를 만들고 호출한 쪽의 x는 건드리지 않는다.",
-    ),
-)
+MISTAKES.uses(IN_PLACE)
 _DROPOUT_IN_EVAL = MISTAKES.declare(
     "dropout_in_eval",
     "In eval mode, two calls module(x) on the same x gave different outputs: dropout (or some "
     "other randomness) is still active.",
     "use an nn.Dropout submodule, self.dropout = nn.Dropout(p), which module.eval() switches "
     "off, or pass training=self.training to F.dropout.",
-    ko=(
-        "eval 모드에서 같은 x로 module(x)를 두 번 호출했더니 출력이 달랐다. Dropout(또는 다른 무작위성)이 아직 켜져 있다.",
-        "module.eval()이 끄는 nn.Dropout 하위 모듈 self.dropout = nn.Dropout(p)를 쓰거나, F.dropout에 training=self.training을 넘겨라.",
-    ),
 )
 _TRAINABLE = MISTAKES.declare(
     "trainable_table",
@@ -121,10 +92,6 @@ _TRAINABLE = MISTAKES.declare(
     "it, but the sinusoidal encoding is fixed — it has nothing to learn.",
     "store the table with self.register_buffer('pe', pe) (not nn.Parameter), computed without "
     "requires_grad.",
-    ko=(
-        "모듈에 shape이 {shape}인 학습 가능한 {kind} {name!r:이} 있다. optimizer가 이것을 바꾸겠지만, 사인·코사인 인코딩은 고정되어 있어 학습할 것이 없다.",
-        "테이블을 requires_grad 없이 계산해 self.register_buffer('pe', pe)로 저장하라(nn.Parameter가 아니다).",
-    ),
 )
 _TRAINABLE_PARAMETER = MISTAKES.declare(
     "trainable_parameter",
@@ -132,10 +99,6 @@ _TRAINABLE_PARAMETER = MISTAKES.declare(
     "{shape}: an optimizer would change it, and with it what the module computes, while the "
     "sinusoidal encoding is fixed.",
     "leave out what has nothing to learn here, or freeze it with requires_grad_(False).",
-    ko=(
-        "모듈이 올바른 테이블을 더하지만, shape이 {shape}인 학습 가능한 {kind} {name!r:이} 있다. optimizer가 이것을 바꾸면 모듈이 계산하는 값도 바뀌는데, 사인·코사인 인코딩은 고정되어 있다.",
-        "여기서 학습할 것이 없는 것은 빼거나, requires_grad_(False)로 고정하라.",
-    ),
 )
 _NORMALISED = MISTAKES.declare(
     "normalised",
@@ -144,69 +107,41 @@ _NORMALISED = MISTAKES.declare(
     "dropout(x + PE); a model may normalise the sum afterwards (BERT's embedding layer does), "
     "but in its own layer, not in the encoding.",
     "return self.dropout(x + PE[:seq_len]) and apply {name!r} in the layer that uses the encoding.",
-    ko=(
-        "eval 모드에서 module(x)가 {norm}(x + PE)이다. 테이블을 더한 다음 하위 모듈 {cls} {name!r:이} 합을 정규화한다. 위치 인코딩 자체는 dropout(x + PE)이다. 모델이 그 합을 나중에 정규화할 수는 있지만(BERT의 임베딩 층이 그렇다), 인코딩 안이 아니라 별도의 층에서 한다.",
-        "self.dropout(x + PE[:seq_len])을 반환하고, {name!r:은} 인코딩을 쓰는 층에서 적용하라.",
-    ),
 )
 _NOT_BUFFER = MISTAKES.declare(
     "not_buffer",
     "The table is a plain tensor attribute self.{name} of shape {shape}: module.to(device) "
     "and module.half() do not see it, so it stays behind on the CPU.",
     "self.register_buffer({name!r}, table) in __init__.",
-    ko=(
-        "테이블이 shape {shape}인 일반 텐서 속성 self.{name}이다. module.to(device)와 module.half()가 이것을 보지 못해 CPU에 남는다.",
-        "__init__에서 self.register_buffer({name!r}, table)를 호출하라.",
-    ),
 )
 _TABLE_NOT_ADDED = MISTAKES.declare(
     "table_not_added",
     "In eval mode module(x) returned x unchanged: the table is never added (was the sum "
     "assigned to a name that is not returned?).",
     _FIX_ADD,
-    ko=(
-        "eval 모드에서 module(x)가 x를 그대로 반환했다. 테이블이 한 번도 더해지지 않는다(합을 반환하지 않는 이름에 대입하지 않았는가?).",
-        _FIX_ADD_KO,
-    ),
 )
 _ONLY_TABLE = MISTAKES.declare(
     "not_added",
     "In eval mode module(x) returned the table itself, whatever x is: the token embeddings "
     "are lost.",
     _FIX_ADD,
-    ko=(
-        "eval 모드에서 module(x)가 x와 상관없이 테이블 자체를 반환했다. 토큰 임베딩이 사라진다.",
-        _FIX_ADD_KO,
-    ),
 )
 _MULTIPLIED = MISTAKES.declare(
     "not_added",
     "In eval mode module(x) is x * PE: the table multiplies the embeddings instead of being "
     "added to them (module(zeros) is all zeros).",
     _FIX_ADD,
-    ko=(
-        "eval 모드에서 module(x)가 x * PE이다. 테이블이 임베딩에 더해지지 않고 곱해진다(module(zeros)가 모두 0이다).",
-        _FIX_ADD_KO,
-    ),
 )
 _SCALED = MISTAKES.declare(
     "not_added",
     "In eval mode module(x) is {scale} * x + PE: x is scaled before the table is added.{note}",
     _FIX_ADD,
-    ko=(
-        "eval 모드에서 module(x)가 {scale} * x + PE이다. 테이블을 더하기 전에 x의 크기가 바뀐다.{note}",
-        _FIX_ADD_KO,
-    ),
 )
 _DEPENDS_ON_X = MISTAKES.declare(
     "not_added",
     "In eval mode module(x) - x depends on x, so module(x) is not x plus a table "
     "(module(zeros) gives the table).",
     _FIX_ADD,
-    ko=(
-        "eval 모드에서 module(x) - x가 x에 따라 달라지므로, module(x)는 x에 테이블을 더한 것이 아니다(module(zeros)가 테이블을 준다).",
-        _FIX_ADD_KO,
-    ),
 )
 _POSITION_AXIS = MISTAKES.declare(
     "position_axis",
@@ -215,10 +150,6 @@ _POSITION_AXIS = MISTAKES.declare(
     "are (batch, seq_len, d_model).",
     "index the table with x.size(1) and add PE[:seq_len] of shape (seq_len, d_model) (or "
     "(1, seq_len, d_model)).",
-    ko=(
-        "모듈이 배치 항목 b의 모든 토큰에 PE(b)를 더한다. PyTorch 튜토리얼의 (seq_len, batch, d_model) 레이아웃처럼 위치를 0번 차원에서 읽는다. 여기서 입력은 (batch, seq_len, d_model)이다.",
-        "테이블을 x.size(1)로 인덱싱해 shape이 (seq_len, d_model)(또는 (1, seq_len, d_model))인 PE[:seq_len]을 더하라.",
-    ),
 )
 _ONE_POSITION = MISTAKES.declare(
     "one_position",
@@ -228,40 +159,24 @@ _ONE_POSITION = MISTAKES.declare(
     "only.",
     "slice the axis that has max_len entries: pe[:seq_len, 0] for a (max_len, 1, d_model) "
     "buffer, pe[0, :seq_len] for (1, max_len, d_model), pe[:seq_len] for (max_len, d_model).",
-    ko=(
-        "모듈이 모든 토큰에 위치 0의 행 PE(0)을 더한다. 테이블에서 자르는 축이 위치 축이 아니다. PyTorch 튜토리얼처럼 shape이 (max_len, 1, d_model)인 버퍼를 (1, max_len, d_model)인 것처럼 자르면(pe[0, :seq_len]) 0번 행만 나온다.",
-        "max_len개 항목이 있는 축을 잘라라: (max_len, 1, d_model) 버퍼는 pe[:seq_len, 0], (1, max_len, d_model)은 pe[0, :seq_len], (max_len, d_model)은 pe[:seq_len].",
-    ),
 )
 _PER_ITEM = MISTAKES.declare(
     "wrong_table",
     "The module adds different tables to different batch items; every sequence should get "
     "the same PE[:seq_len].",
     _FIX_ADD,
-    ko=(
-        "모듈이 배치 항목마다 다른 테이블을 더한다. 모든 시퀀스는 같은 PE[:seq_len]을 받아야 한다.",
-        _FIX_ADD_KO,
-    ),
 )
 _WRONG_TABLE = MISTAKES.declare(
     "wrong_table",
     "The module adds a table to x, but not the sinusoidal one. Checking that table "
     "(module(zeros)[0]) found {inner!r}: {message}",
     "see the fix above.",
-    ko=(
-        "모듈이 x에 테이블을 더하지만, 사인·코사인 테이블이 아니다. 그 테이블(module(zeros)[0])을 검사한 결과는 {inner!r}이다. {message}",
-        "위의 고치는 법을 보라.",
-    ),
 )
 _NEARLY = MISTAKES.declare(
     "wrong_table",
     "The module adds a table to x that is close to, but not within float32 rounding of, the "
     "sinusoidal one.",
     _FIX_ADD,
-    ko=(
-        "모듈이 x에 더하는 테이블이 사인·코사인 테이블에 가깝지만 float32 반올림 범위 안에 있지는 않다.",
-        _FIX_ADD_KO,
-    ),
 )
 _SHORT_RAISED = MISTAKES.declare(
     "short_table",
@@ -269,10 +184,6 @@ _SHORT_RAISED = MISTAKES.declare(
     "{error_type}: {error}.",
     "build the table with max_len rows, positions 0 .. max_len - 1 "
     "(torch.arange(max_len)), so that every seq_len <= max_len works.",
-    ko=(
-        "module(x)가 만들 때 준비한 seq_len={seq_len}({prepared})에서 {error_type:으로} 실패했다. 오류 내용: {error}",
-        "테이블을 max_len개 행, 위치 0 .. max_len - 1(torch.arange(max_len))로 만들어, seq_len <= max_len이면 모두 동작하게 하라.",
-    ),
 )
 _SHORT_SHAPE = MISTAKES.declare(
     "short_table",
@@ -280,10 +191,6 @@ _SHORT_SHAPE = MISTAKES.declare(
     "{out_shape} instead of {shape}.",
     "build the table with max_len rows, positions 0 .. max_len - 1 "
     "(torch.arange(max_len)), so that every seq_len <= max_len works.",
-    ko=(
-        "만들 때 준비한 seq_len={seq_len}({prepared})에서 module(x)가 shape {shape} 대신 {out_shape:을} 반환했다.",
-        "테이블을 max_len개 행, 위치 0 .. max_len - 1(torch.arange(max_len))로 만들어, seq_len <= max_len이면 모두 동작하게 하라.",
-    ),
 )
 _WRONG_ROWS = MISTAKES.declare(
     "wrong_rows",
@@ -292,89 +199,103 @@ _WRONG_ROWS = MISTAKES.declare(
     "fill every row of the table from the formula, for all max_len positions: "
     "pe[:, 0::2] = sin(pos * omega), pe[:, 1::2] = cos(pos * omega) with "
     "pos = torch.arange(max_len)[:, None].",
-    ko=(
-        "seq_len={seq_len}({prepared})에서 모듈이 위치 {last_right}까지는 맞는 행을, 위치 {first_wrong}부터는 틀린 행을 더한다{zero}.",
-        "max_len개 위치 모두에 대해 테이블의 모든 행을 공식으로 채워라: pos = torch.arange(max_len)[:, None]로 pe[:, 0::2] = sin(pos * omega), pe[:, 1::2] = cos(pos * omega).",
-    ),
 )
 _NO_DROPOUT = MISTAKES.declare(
     "no_dropout_in_train",
     "The module has dropout p={p}, but in train mode module(x) = x + PE with nothing dropped.",
     "return self.dropout(x + pe) in forward.",
-    ko=(
-        "모듈의 Dropout이 p={p}인데, train 모드에서 module(x) = x + PE로 아무것도 떨어뜨리지 않는다.",
-        "forward에서 self.dropout(x + pe)를 반환하라.",
-    ),
 )
 _DROPOUT_NEVER_BUILT = MISTAKES.declare(
     "dropout_never_built",
     "{cls}.__init__ takes {argument}={p} by default, but the module holds no nn.Dropout and no "
     "attribute {names}: the dropout argument is accepted and never applied.",
     "keep it, self.dropout = nn.Dropout({argument}), and return self.dropout(x + pe) in forward.",
-    ko=(
-        "{cls}.__init__은 기본으로 {argument}={p:를} 받지만, 모듈에 nn.Dropout도 속성 {names}도 없다. dropout 인자를 받기만 하고 적용하지 않는다.",
-        "self.dropout = nn.Dropout({argument})로 저장해 두고, forward에서 self.dropout(x + pe)를 반환하라.",
-    ),
 )
 _DROPOUT_NOT_ON_SUM = MISTAKES.declare(
     "dropout_not_on_sum",
     "In train mode (dropout p={p}), module(x) is not dropout(x + PE): the entries that are "
     "kept should be (x + PE) / (1 - p) and the rest 0.",
     "add first, then apply dropout once to the sum: return self.dropout(x + pe).",
-    ko=(
-        "train 모드(Dropout p={p})에서 module(x)가 dropout(x + PE)가 아니다. 남는 항목은 (x + PE) / (1 - p)이고 나머지는 0이어야 한다.",
-        "먼저 더하고, 그 합에 Dropout을 한 번 적용하라: return self.dropout(x + pe).",
-    ),
 )
 _BEYOND_RAISED = MISTAKES.declare(
     "fixed_length",
     "module(x) failed for seq_len={seq_len} ({prepared}) with {error_type}: {error}.",
     _ON_THE_FLY,
-    ko=(
-        "module(x)가 seq_len={seq_len}({prepared})에서 {error_type:으로} 실패했다. 오류 내용: {error}",
-        _ON_THE_FLY_KO,
-    ),
 )
 _BEYOND_SHAPE = MISTAKES.declare(
     "fixed_length",
     "For seq_len={seq_len} ({prepared}) module(x) returned {out_shape} instead of shape {shape}.",
     _ON_THE_FLY,
-    ko=(
-        "seq_len={seq_len}({prepared})에서 module(x)가 shape {shape} 대신 {out_shape:을} 반환했다.",
-        _ON_THE_FLY_KO,
-    ),
 )
 _BEYOND_WRONG = MISTAKES.declare(
     "fixed_length",
     "For seq_len={seq_len} ({prepared}) the module adds wrong values from position "
     "{first_wrong} on.",
     _ON_THE_FLY,
-    ko=(
-        "seq_len={seq_len}({prepared})에서 모듈이 위치 {first_wrong}부터 틀린 값을 더한다.",
-        _ON_THE_FLY_KO,
-    ),
 )
 _DTYPE = MISTAKES.declare(
     "dtype",
     "For x of dtype {dtype}, module(x) returned {result}: the output should keep the input's "
     "dtype ({cause}).",
     "cast the table to x's dtype when adding it: x + self.pe[:seq_len].to(x.dtype).",
-    ko=(
-        "dtype이 {dtype}인 x에 대해 module(x)가 {result:을} 반환했다. 출력은 입력의 dtype을 유지해야 한다({cause}).",
-        "더할 때 테이블을 x의 dtype으로 바꿔라: x + self.pe[:seq_len].to(x.dtype).",
-    ),
 )
 _DTYPE_RAISED = MISTAKES.declare(
     "dtype",
     "module(x) with x of dtype {dtype} raised {error_type}: {error}.",
     "cast the table to x's dtype when adding it: x + self.pe[:seq_len].to(x.dtype).",
-    ko=(
-        "dtype이 {dtype}인 x로 module(x)를 호출했더니 {error_type:이} 일어났다. 오류 내용: {error}",
-        "더할 때 테이블을 x의 dtype으로 바꿔라: x + self.pe[:seq_len].to(x.dtype).",
-    ),
 )
 
+_DROPOUT_IGNORED = MISTAKES.declare(
+    "dropout_ignored",
+    "{cls}(d_model, {argument}={asked}) holds dropout p={found}: the {argument} argument is "
+    "accepted and ignored (is nn.Dropout({found}) written in __init__?).",
+    "build the dropout from the argument: self.dropout = nn.Dropout({argument}).",
+)
+_PRECISION = MISTAKES.declare(
+    "precision",
+    "For seq_len={seq_len}, the table the module adds (module(zeros)[0]) is off by {error} at "
+    "position {position}, dimension {dim}, where angles formed in float64 allow {allowed}.{source}",
+    "form the angles from integer positions in float64 (positions = torch.arange(max_len, "
+    "dtype=torch.float64), the frequencies in float64 too), then cast the table to the dtype "
+    "you keep it in.",
+)
+_PERSISTENT = MISTAKES.declare(
+    "persistent_buffer",
+    "The table {name!r} of shape {shape} is a persistent buffer: it is written into every "
+    "checkpoint (module.state_dict()), though it is computed from max_len and d_model alone, "
+    "and a checkpoint saved with another max_len no longer loads.",
+    "register it with self.register_buffer({name!r}, table, persistent=False).",
+)
+_CALL = text("module(x) with x of shape {shape} ({mode})")
+_TABLE_SHAPE = text(" That is the shape of the table alone: add it to x.")
+_EVAL = text("eval mode")
+_TRAIN = text("train mode")
+_DTYPE_INPUT = text("{dtype} input")
+_PARAMETER = text("parameter")
+_BUFFER = text("buffer")
+_OR = text(" or ")
+_SQRT_NOTE = text(
+    " That is sqrt(d_model) = {root}: the paper scales the embeddings in the embedding layer "
+    "(section 3.4), not in the encoding."
+)
+_LONGER = text("longer than the article's default max_len=5000")
+_BUILT_FOR = text("it was built for {prepared} positions")
+_ZEROS = text(" (they are zeros)")
+_PROMOTES_TABLE = text("adding the module's {name} table {table!r} promotes the sum to {name}")
+_PROMOTES = text(
+    "a {name} tensor added without a cast, such as a table computed in {name}, promotes the "
+    "sum to {name}"
+)
+_IN_PLACE_EXAMPLE = "x += pe, x.add_(pe)"
+_IN_PLACE_INSTEAD = "x = x + pe"
+
+_DRAWN_CASE = text("For a batch of {batch} and seq_len={seq_len}{drawn}: ")
 _DEFAULT_CLASS_D_MODEL = 16
+#: Cases drawn after the first: batches of 1 to 4, lengths up to what the module was built for.
+_DRAWN = 4
+_DRAWN_LEN = 512
+#: The dropout probability the class is built with to see that it uses its argument.
+_OTHER_P = 0.25
 _MAX_D_MODEL = 65_536
 _SHORT_LEN = 12
 _UNKNOWN_LEN = 6000  # beyond the article's default max_len = 5000
@@ -403,6 +324,7 @@ def check_positional_encoding_module(
     *,
     base: float = DEFAULT_BASE,
     strict: bool = False,
+    seed: int = 0,
 ) -> tuple[Note, ...]:
     r"""Check a PyTorch module that adds the fixed sinusoidal encoding to token embeddings.
 
@@ -488,7 +410,8 @@ def check_positional_encoding_module(
     """
     base = check_base("base", base)
     strict = check_bool("strict", strict)
-    declared = None
+    seed = check_seed(seed)
+    declared, cls = None, None
     if isinstance(module_or_class, type):
         if not issubclass(module_or_class, nn.Module):
             raise TypeError(
@@ -497,6 +420,7 @@ def check_positional_encoding_module(
             )
         d_model = _DEFAULT_CLASS_D_MODEL if d_model is None else _check_d_model(d_model)
         module = _instantiate(module_or_class, d_model)
+        cls = module_or_class
         declared = _declared_max_len(module_or_class)
     elif isinstance(module_or_class, nn.Module):
         module = module_or_class
@@ -518,7 +442,7 @@ def check_positional_encoding_module(
             f"{type(module_or_class).__name__}"
         )
     with _probing(module):
-        return _Probe(module, d_model, base, strict, declared).run()
+        return _Probe(module, d_model, base, strict, declared, cls, seed).run()
 
 
 def _check_d_model(value: object) -> int:
@@ -558,14 +482,18 @@ def _instantiate(cls: type[nn.Module], d_model: int) -> nn.Module:
                 name=cls.__name__, d_model=d_model, error=keyword_error
             ) from positional_error
         except Exception as error:
-            raise _EXCEPTION.fail(
+            raise EXCEPTION.fail(
                 call=f"{cls.__name__}(d_model={d_model})",
                 error_type=type(error).__name__,
                 error=error,
+                contract=_CONTRACT,
             ) from error
     except Exception as error:
-        raise _EXCEPTION.fail(
-            call=f"{cls.__name__}({d_model})", error_type=type(error).__name__, error=error
+        raise EXCEPTION.fail(
+            call=f"{cls.__name__}({d_model})",
+            error_type=type(error).__name__,
+            error=error,
+            contract=_CONTRACT,
         ) from error
 
 
@@ -648,18 +576,24 @@ _NORMALISATIONS: tuple[type[nn.Module], ...] = tuple(
 
 
 def _kind(tensor: torch.Tensor) -> str:
-    return (
-        say("parameter", "파라미터") if isinstance(tensor, nn.Parameter) else say("buffer", "버퍼")
-    )
+    return str(_PARAMETER) if isinstance(tensor, nn.Parameter) else str(_BUFFER)
 
 
 class _Probe:
     """The checks of one module, in order; :meth:`run` returns the notes."""
 
     def __init__(
-        self, module: nn.Module, d_model: int, base: float, strict: bool, declared: int | None
+        self,
+        module: nn.Module,
+        d_model: int,
+        base: float,
+        strict: bool,
+        declared: int | None,
+        cls: type[nn.Module] | None = None,
+        seed: int = 0,
     ) -> None:
         self.module, self.d_model, self.base, self.strict = module, d_model, base, strict
+        self.cls, self.seed = cls, seed
         self.device = _device_of(module)
         self.generator = torch.Generator().manual_seed(0)
         self.prepared = _prepared_length(module, d_model, declared)
@@ -672,28 +606,16 @@ class _Probe:
     def call(self, x: torch.Tensor, what: str) -> torch.Tensor:
         """``module(x)`` on a copy of ``x``, checked for type, shape and in-place changes."""
         given = x.clone()
-        out = call_student(
-            _EXCEPTION,
-            say(
-                f"module(x) with x of shape {tuple(x.shape)} ({what})",
-                f"shape이 {tuple(x.shape)}인 x로 호출한 module(x)({what})",
-            ),
-            self.module,
-            given,
-        )
+        call = _CALL.render(shape=tuple(x.shape), mode=what)
+        out = call_student(EXCEPTION, call, self.module, given, contract=_CONTRACT)
         if not isinstance(out, torch.Tensor):
             raise _NOT_A_TENSOR.fail(kind=type(out).__name__)
         if not torch.equal(given, x):
-            raise _IN_PLACE.fail()
-        if out.shape != x.shape:
-            hint = (
-                say(
-                    " That is the shape of the table alone: add it to x.",
-                    " 그것은 테이블만의 shape이다. 테이블을 x에 더하라.",
-                )
-                if out.shape == x.shape[1:]
-                else ""
+            raise IN_PLACE.fail(
+                call="module(x)", name="x", example=_IN_PLACE_EXAMPLE, instead=_IN_PLACE_INSTEAD
             )
+        if out.shape != x.shape:
+            hint = str(_TABLE_SHAPE) if out.shape == x.shape[1:] else ""
             raise _SHAPE.fail(shape=tuple(x.shape), out_shape=tuple(out.shape), hint=hint)
         return out
 
@@ -703,7 +625,7 @@ class _Probe:
         x = torch.randn(2, seq_len, self.d_model, generator=self.generator).to(self.device)
 
         self.module.eval()
-        eval_mode = say("eval mode", "eval 모드")
+        eval_mode = str(_EVAL)
         out = self.call(x, eval_mode)
         if not torch.equal(out, self.call(x, eval_mode)):
             raise _DROPOUT_IN_EVAL.fail()
@@ -715,6 +637,8 @@ class _Probe:
             )
         if prepared is not None and prepared > seq_len:
             self.check_length(min(prepared, _PROBE_ENTRIES // self.d_model), _WITHIN)
+        for case in draw_cases((), self.draw, _DRAWN, self.seed):
+            self.check_drawn(case)
         p = _find_dropout_p(self.module)
         if p is not None:
             self.check_train_dropout(seq_len, p)
@@ -723,13 +647,81 @@ class _Probe:
                 cls=type(self.module).__name__,
                 argument=declared[0],
                 p=declared[1],
-                names=say(" or ", " 또는 ").join(map(repr, _DROPOUT_ATTRIBUTES)),
+                names=str(_OR).join(map(repr, _DROPOUT_ATTRIBUTES)),
             )
+        self.check_dropout_argument()
         long_len = _UNKNOWN_LEN if prepared is None else prepared + 16
         if long_len * self.d_model <= _PROBE_ENTRIES:
             self.check_length(long_len, _BEYOND)
         self.check_dtypes(x)
+        if self.strict:
+            self.check_float64_angles()
+            self.check_persistent()
         return tuple(self.notes)
+
+    def draw(self, rng: random.Random) -> tuple[int, int]:
+        """A ``(batch, seq_len)`` of the space the module was built for."""
+        longest = min(self.prepared or _SHORT_LEN, _DRAWN_LEN, _PROBE_ENTRIES // self.d_model)
+        return rng.randint(1, 4), rng.randint(1, max(1, longest))
+
+    def check_drawn(self, case: Case[tuple[int, int]]) -> None:
+        """In eval mode ``module(x) == x + PE`` for a drawn batch and length."""
+        batch, seq_len = case.value
+        x = torch.randn(batch, seq_len, self.d_model, generator=self.generator).to(self.device)
+        context = _DRAWN_CASE.render(batch=batch, seq_len=seq_len, drawn=case.label)
+        self.check_addition(x, self.call(x, str(_EVAL)), context)
+
+    def check_dropout_argument(self) -> None:
+        """The class built with another dropout probability holds that probability."""
+        cls = self.cls or type(self.module)
+        try:
+            parameters = inspect.signature(cls).parameters
+        except (TypeError, ValueError):
+            return
+        argument = next((name for name in _DROPOUT_ATTRIBUTES if name in parameters), None)
+        if argument is None:
+            return
+        try:
+            other = cls(self.d_model, **{argument: _OTHER_P})
+        except Exception:  # a class that needs more arguments: nothing to compare
+            return
+        found = _find_dropout_p(other) if isinstance(other, nn.Module) else None
+        if found is not None and abs(found - _OTHER_P) > 1e-12:
+            raise _DROPOUT_IGNORED.fail(
+                cls=cls.__name__, argument=argument, asked=_OTHER_P, found=f"{found:g}"
+            )
+
+    def check_float64_angles(self) -> None:
+        """With ``strict``: the table is within the rounding of float64 angles."""
+        seq_len = min(self.prepared or _UNKNOWN_LEN, _PROBE_ENTRIES // self.d_model)
+        x = torch.zeros(1, seq_len, self.d_model, device=self.device)
+        found = self.call(x, str(_EVAL))[0].double().cpu()
+        table, angles = self.reference(seq_len)
+        allowed = 8.0 * EPS32 + (8.0 * angle_ulps(self.base) * EPS64 * angles.abs()).clamp(
+            max=ANGLE_ERROR_CAP
+        )
+        error = (found - table).abs()
+        if bool((error <= allowed).all()):
+            return
+        row, dim = divmod(int((error - allowed).argmax()), self.d_model)
+        source = precision_evidence(found.float(), self.base, torch.float64)
+        raise _PRECISION.fail(
+            seq_len=seq_len,
+            error=f"{float(error[row, dim]):.2e}",
+            position=row,
+            dim=dim,
+            allowed=f"{float(allowed[row, dim]):.1e}",
+            source=f" {source}" if source else "",
+        )
+
+    def check_persistent(self) -> None:
+        """With ``strict``: no table in the module's ``state_dict``."""
+        parameters = {name for name, _ in self.module.named_parameters()}
+        for name, tensor in self.module.state_dict().items():
+            if name in parameters or not isinstance(tensor, torch.Tensor):
+                continue
+            if tensor.dim() >= 2 and tensor.shape[-1] == self.d_model:
+                raise _PERSISTENT.fail(name=name, shape=tuple(tensor.shape))
 
     def trainable(self) -> Iterator[tuple[str, torch.Tensor, bool]]:
         """Each tensor of the module that requires grad, and whether it is shaped as a table
@@ -750,7 +742,7 @@ class _Probe:
             ):
                 raise _NOT_BUFFER.fail(name=name, shape=tuple(value.shape))
 
-    def check_addition(self, x: torch.Tensor, out: torch.Tensor) -> None:
+    def check_addition(self, x: torch.Tensor, out: torch.Tensor, context: str = "") -> None:
         """In eval mode ``module(x) == x + PE``; otherwise raise what explains the output."""
         seq_len = x.shape[1]
         table, angles = self.reference(seq_len)
@@ -762,13 +754,13 @@ class _Probe:
 
         if close(out64, x64 + table):
             return
-        out0 = self.call(torch.zeros_like(x), say("eval mode", "eval 모드")).double().cpu()
+        out0 = self.call(torch.zeros_like(x), str(_EVAL)).double().cpu()
         if close(out64, x64):
-            raise _TABLE_NOT_ADDED.fail()
+            raise _TABLE_NOT_ADDED.fail(context)
         if close(out64, table.expand_as(x64)):
-            raise _ONLY_TABLE.fail()
+            raise _ONLY_TABLE.fail(context)
         if close(out64, x64 * table):
-            raise _MULTIPLIED.fail()
+            raise _MULTIPLIED.fail(context)
         if close(out0, table.expand_as(x64)):
             dx = out64 - out0
             scale = float((dx * x64).sum() / (x64 * x64).sum())
@@ -776,28 +768,23 @@ class _Probe:
                 root = math.sqrt(self.d_model)
                 note = ""
                 if abs(scale - root) < 1e-3 * root:
-                    note = say(
-                        f" That is sqrt(d_model) = {root:.4g}: the paper scales the embeddings "
-                        "in the embedding layer (section 3.4), not in the encoding.",
-                        f" 그것은 sqrt(d_model) = {root:.4g}이다. 논문은 임베딩의 크기를 인코딩이 "
-                        "아니라 임베딩 레이어에서 바꾼다(3.4절).",
-                    )
-                raise _SCALED.fail(scale=f"{scale:.4g}", note=note)
+                    note = _SQRT_NOTE.render(root=f"{root:.4g}")
+                raise _SCALED.fail(context, scale=f"{scale:.4g}", note=note)
         if not close(out64 - x64, out0):
-            self.check_normalised(x, out64, table, close)
-            raise _DEPENDS_ON_X.fail()
+            self.check_normalised(x, out64, table, close, context)
+            raise _DEPENDS_ON_X.fail(context)
         by_batch, _ = self.reference(x.shape[0])
         if close(out0, by_batch[:, None, :].expand_as(x64)):
-            raise _POSITION_AXIS.fail()
+            raise _POSITION_AXIS.fail(context)
         if seq_len > 1 and close(out0, table[:1].expand_as(x64)):
-            raise _ONE_POSITION.fail()
+            raise _ONE_POSITION.fail(context)
         if not close(out0[0], out0[-1]):
-            raise _PER_ITEM.fail()
+            raise _PER_ITEM.fail(context)
         try:
             check_sinusoidal_table(out0[0].float(), base=self.base)
         except CheckFailed as inner:
-            raise _WRONG_TABLE.fail(inner=inner.mistake, message=inner.message) from inner
-        raise _NEARLY.fail()
+            raise _WRONG_TABLE.fail(context, inner=inner.mistake, message=inner.message) from inner
+        raise _NEARLY.fail(context)
 
     def check_normalised(
         self,
@@ -805,6 +792,7 @@ class _Probe:
         out64: torch.Tensor,
         table: torch.Tensor,
         close: Callable[[torch.Tensor, torch.Tensor], bool],
+        context: str = "",
     ) -> None:
         """Raise ``"normalised"`` when ``module(x)`` is one of its normalisation submodules
         applied to ``x + PE`` (run as the module holds it, weights and all)."""
@@ -816,21 +804,15 @@ class _Probe:
                 normalised = sub(total.clone())
             if normalised.shape == out64.shape and close(out64, normalised.double().cpu()):
                 cls = type(sub).__name__
-                raise _NORMALISED.fail(norm=cls, name=name, cls=cls)
+                raise _NORMALISED.fail(context, norm=cls, name=name, cls=cls)
 
     def check_length(self, seq_len: int, mistakes: _LengthMistakes) -> None:
         """``module(zeros)`` of ``seq_len`` positions must be the table (see steps 6 and 8)."""
         beyond = mistakes is _BEYOND
         if self.prepared is None:
-            prepared = say(
-                "longer than the article's default max_len=5000",
-                "글의 기본값 max_len=5000보다 길다",
-            )
+            prepared = str(_LONGER)
         elif beyond:
-            prepared = say(
-                f"it was built for {self.prepared} positions",
-                f"모듈은 위치 {self.prepared}개에 맞춰 만들어졌다",
-            )
+            prepared = _BUILT_FOR.render(prepared=self.prepared)
         else:
             prepared = f"max_len={self.prepared}"
         x = torch.zeros(1, seq_len, self.d_model, device=self.device)
@@ -851,9 +833,7 @@ class _Probe:
         wrong = ((found - table).abs() > _allowed(torch.zeros(()), angles, self.base)).any(dim=1)
         if bool(wrong.any()):
             first = int(wrong.nonzero()[0])
-            zero = (
-                say(" (they are zeros)", "(모두 0이다)") if bool((found[first:] == 0).all()) else ""
-            )
+            zero = str(_ZEROS) if bool((found[first:] == 0).all()) else ""
             raise mistakes.wrong.fail(first_wrong=first, last_right=first - 1, zero=zero, **fields)
 
     def check_train_dropout(self, seq_len: int, p: float) -> None:
@@ -863,7 +843,7 @@ class _Probe:
             return
         x = torch.randn(batch, seq_len, self.d_model, generator=self.generator).to(self.device)
         self.module.train()
-        out = self.call(x, say("train mode", "train 모드")).double().cpu()
+        out = self.call(x, str(_TRAIN)).double().cpu()
         self.module.eval()
         table, angles = self.reference(seq_len)
         total = x.double().cpu() + table
@@ -882,23 +862,14 @@ class _Probe:
         name = dtype_name(result)
         for table_name, table in _tables(self.module, self.d_model):
             if table.dtype == result:
-                return say(
-                    f"adding the module's {name} table {table_name!r} promotes the sum to {name}",
-                    f"모듈의 {name} 테이블 {particle(repr(table_name), '을')} 더하면 합이 "
-                    f"{particle(name, '으로')} 승격된다",
-                )
-        return say(
-            f"a {name} tensor added without a cast, such as a table computed in {name}, "
-            f"promotes the sum to {name}",
-            f"변환 없이 더한 {name} 텐서(예: {name}에서 계산한 테이블)가 합을 "
-            f"{particle(name, '으로')} 승격한다",
-        )
+                return _PROMOTES_TABLE.render(name=name, table=table_name)
+        return _PROMOTES.render(name=name)
 
     def check_dtypes(self, x: torch.Tensor) -> None:
         for dtype in (torch.float32, torch.float64, torch.bfloat16):
             name = dtype_name(dtype)
             try:
-                result = self.call(x.to(dtype), say(f"{name} input", f"{name} 입력"))
+                result = self.call(x.to(dtype), _DTYPE_INPUT.render(dtype=name))
             except CheckFailed as failure:
                 if self.strict or failure.mistake != "exception":
                     raise

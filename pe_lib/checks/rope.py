@@ -40,6 +40,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import random
+import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -60,16 +62,23 @@ from .._validation import (
 from ..rope_scaling import ScalingConfig, frequencies_of, resolve_scaling, rope_frequencies
 from ._core import (
     EPS32,
-    EPS_BF16,
+    EXCEPTION,
+    IN_PLACE,
+    WRONG_TYPE,
+    Case,
     Catalogue,
     CheckFailed,
+    Diagnosis,
     Tolerance,
     angle_ulps,
     call_student,
+    check_seed,
+    diagnose,
+    draw_cases,
     dtype_name,
     fmt_base,
-    particle,
-    say,
+    kind_of,
+    text,
 )
 
 __all__ = ["CONVENTIONS", "Convention", "check_rope"]
@@ -82,62 +91,33 @@ _FIX_ROTATE = (
     "head_dim), angles formed in float32 or float64: y_a = x_a cos - x_b sin, y_b = x_a sin + "
     "x_b cos."
 )
-_FIX_ROTATE_KO = (
-    "위치 m에서 채널 쌍 i를 각도 m * theta_i, theta_i = base ** (-2i / head_dim)만큼 돌려라. "
-    "각도는 float32나 float64로 만들고, y_a = x_a cos - x_b sin, y_b = x_a sin + x_b cos."
-)
 
-_EXCEPTION = MISTAKES.declare(
-    "exception",
-    "{call} raised {error_type}: {error}.",
-    "fix that error first (the traceback above this one shows where it happened). The checker "
-    "passes x of shape (batch, heads, seq_len, head_dim) in each dtype it checks (float64, "
-    "float32 and bfloat16 unless told otherwise), at positions from 0 up to 10001 (up to "
-    "max_len - 1 if you pass max_len=, the size of your cache), one decoding step at a time "
-    "too (seq_len 1).",
-    ko=(
-        "{call:이} {error_type:을} 일으켰다. 오류 내용: {error}",
-        "그 오류부터 고쳐라(이 오류 위의 traceback이 어디서 일어났는지 보여 준다). 검사기는 shape이 (batch, heads, seq_len, head_dim)인 x를 검사하는 dtype마다(따로 정하지 않으면 float64, float32, bfloat16) 위치 0부터 10001까지(캐시 크기를 max_len 인자로 넘기면 max_len - 1까지) 넘기며, 한 번에 한 단계씩 디코딩하는 경우(seq_len 1)도 넘긴다.",
-    ),
+MISTAKES.uses(EXCEPTION, IN_PLACE, WRONG_TYPE)
+_CONTRACT = text(
+    "The checker passes x of shape (batch, heads, seq_len, head_dim) in each dtype it checks "
+    "(float64, float32 and bfloat16 unless told otherwise), at positions from 0 up to 10001 (up "
+    "to max_len - 1 if you pass max_len=, the size of your cache), one decoding step at a time "
+    "too (seq_len 1), and with the positions convention packed positions such as 0, 1, 2, 0, 1."
 )
-_IN_PLACE = MISTAKES.declare(
-    "in_place",
-    "{call} changed its input in place (e.g. x[..., 0::2] = ... or x.mul_(cos)).",
-    "build a new tensor (torch.cat / torch.stack of the rotated halves or pairs) and leave the "
-    "caller's queries and keys untouched.",
-    ko=(
-        "{call:이} 입력을 제자리에서(in place) 바꿨다(예: x[..., 0::2] = ... 또는 x.mul_(cos)).",
-        "새 텐서를 만들고(회전한 절반이나 쌍을 torch.cat / torch.stack으로), 호출한 쪽의 쿼리와 키는 건드리지 마라.",
-    ),
-)
-_WRONG_TYPE = MISTAKES.declare(
-    "wrong_type",
-    "{call} returned {what}, not a torch tensor.",
-    "return the rotated tensor (for rotate(q, k, offset): the pair (q_rotated, k_rotated)).",
-    ko=(
-        "{call:이} torch 텐서가 아니라 {what:을} 반환했다.",
-        "회전한 텐서를 반환하라(rotate(q, k, offset)이면 쌍 (q_rotated, k_rotated)).",
-    ),
+_IN_PLACE_EXAMPLE = "x[..., 0::2] = ..., x.mul_(cos)"
+_IN_PLACE_INSTEAD = text("torch.cat or torch.stack of the rotated halves or pairs")
+_TENSOR = text("a torch tensor")
+_QK_PAIR = text("the pair (q_rotated, k_rotated)")
+_LENGTH_OF = text("a {kind} of length {length}")
+_FIX_TYPE = text(
+    "return the rotated tensor (for rotate(q, k, offset): the pair (q_rotated, k_rotated))."
 )
 _SHAPE = MISTAKES.declare(
     "shape",
     "{call} returned shape {shape} for an input of shape {x_shape}.",
     "return a tensor of the shape of the input: the rotation acts on the last dimension "
     "(head_dim) and keeps every other.",
-    ko=(
-        "{call:이} shape {x_shape}인 입력에 대해 shape {shape:을} 반환했다.",
-        "입력과 shape이 같은 텐서를 반환하라: 회전은 마지막 차원(head_dim)에 작용하고 다른 차원은 모두 그대로 둔다.",
-    ),
 )
 _DTYPE = MISTAKES.declare(
     "dtype",
     "{call} returned a {found} tensor for a {wanted} input.",
     "compute in float32 if you like, then cast the result back: return out.type_as(x) "
     "(or out.to(x.dtype)).",
-    ko=(
-        "{call:이} {wanted} 입력에 대해 {found} 텐서를 반환했다.",
-        "원하면 float32로 계산하되, 결과를 다시 변환하라: return out.type_as(x)(또는 out.to(x.dtype)).",
-    ),
 )
 _NOT_FINITE = MISTAKES.declare(
     "not_finite",
@@ -145,10 +125,6 @@ _NOT_FINITE = MISTAKES.declare(
     "keeps the length of every pair.",
     "look for an overflow (e.g. positions or base ** (2i / d) in float16, whose largest "
     "value is 65504) or a division by zero; form the angles in float32 or float64.",
-    ko=(
-        "결과에 NaN이나 무한대 값이 있고, 첫 번째는 위치 {position}에 있다. 회전은 모든 쌍의 길이를 그대로 둔다.",
-        "오버플로(예: float16으로 계산한 위치나 base ** (2i / d). float16의 최댓값은 65504다)나 0으로 나누기를 찾아보라. 각도는 float32나 float64로 만들어라.",
-    ),
 )
 _INTERLEAVED_AS_HALF = MISTAKES.declare(
     "layout",
@@ -159,10 +135,6 @@ _INTERLEAVED_AS_HALF = MISTAKES.declare(
     "pair channel 2i with channel 2i+1: x_a = x[..., 0::2], x_b = x[..., 1::2], and put the "
     "rotated pairs back interleaved (torch.stack((y_a, y_b), dim=-1).flatten(-2)); or pass "
     'layout="half" if that is the layout you mean.',
-    ko=(
-        "결과가 '절반' 레이아웃(쌍 (i, i + head_dim/2), Hugging Face의 rotate_half)의 회전인데, 요청한 것은 '교대' 레이아웃(쌍 (2i, 2i+1), RoFormer와 Meta의 Llama 코드처럼)이다. 한 레이아웃으로 학습한 가중치를 다른 레이아웃에 쓰면 어텐션 점수가 틀어진다.",
-        '채널 2i와 채널 2i+1을 짝지어라: x_a = x[..., 0::2], x_b = x[..., 1::2]로 두고, 회전한 쌍을 다시 교대로 넣어라(torch.stack((y_a, y_b), dim=-1).flatten(-2)). 그 레이아웃을 뜻한 것이라면 layout="half"를 넘겨라.',
-    ),
 )
 _HALF_AS_INTERLEAVED = MISTAKES.declare(
     "layout",
@@ -173,10 +145,6 @@ _HALF_AS_INTERLEAVED = MISTAKES.declare(
     "pair channel i with channel i + head_dim/2: x_a, x_b = x.chunk(2, dim=-1), and return "
     'torch.cat((y_a, y_b), dim=-1); or pass layout="interleaved" if that is the layout you '
     "mean.",
-    ko=(
-        "결과가 '교대' 레이아웃(쌍 (2i, 2i+1), RoFormer와 Meta의 Llama 코드처럼)의 회전인데, 요청한 것은 '절반' 레이아웃(쌍 (i, i + head_dim/2), Hugging Face의 rotate_half)이다. 한 레이아웃으로 학습한 가중치를 다른 레이아웃에 쓰면 어텐션 점수가 틀어진다.",
-        '채널 i와 채널 i + head_dim/2를 짝지어라: x_a, x_b = x.chunk(2, dim=-1)로 두고 torch.cat((y_a, y_b), dim=-1)을 반환하라. 그 레이아웃을 뜻한 것이라면 layout="interleaved"를 넘겨라.',
-    ),
 )
 _MIXED_LAYOUT = MISTAKES.declare(
     "layout",
@@ -185,10 +153,6 @@ _MIXED_LAYOUT = MISTAKES.declare(
     "lay cos and sin out like the pairs: torch.cat((freqs, freqs), dim=-1) with rotate_half "
     "(pairs (i, i + head_dim/2)), freqs.repeat_interleave(2, dim=-1) with interleaved pairs "
     "(2i, 2i+1).",
-    ko=(
-        "채널은 {layout!r} 레이아웃으로 짝지어졌는데, cos와 sin은 {other!r} 레이아웃으로 놓였다({laid_out}). 그래서 한 쌍의 두 채널이 서로 다른 각도로 돈다.",
-        "cos와 sin을 쌍과 같이 놓아라: rotate_half(쌍 (i, i + head_dim/2))에는 torch.cat((freqs, freqs), dim=-1), 교대 쌍 (2i, 2i+1)에는 freqs.repeat_interleave(2, dim=-1).",
-    ),
 )
 _SIGN = MISTAKES.declare(
     "sign",
@@ -196,60 +160,35 @@ _SIGN = MISTAKES.declare(
     "(sin has the wrong sign, or rotate_half returns (x1, -x2) instead of (-x2, x1)).",
     "y_a = x_a cos(m theta_i) - x_b sin(m theta_i), y_b = x_a sin(m theta_i) + x_b "
     "cos(m theta_i); in the half layout rotate_half(x) = torch.cat((-x2, x1), dim=-1).",
-    ko=(
-        "결과가 모든 쌍을 -m * theta_i만큼 돌린다. 회전 방향이 반대다(sin의 부호가 틀렸거나, rotate_half가 (-x2, x1) 대신 (x1, -x2)를 반환한다).",
-        "y_a = x_a cos(m theta_i) - x_b sin(m theta_i), y_b = x_a sin(m theta_i) + x_b cos(m theta_i). 절반 레이아웃에서는 rotate_half(x) = torch.cat((-x2, x1), dim=-1).",
-    ),
 )
 _FIX_OFFSET = (
     "position j of a call at offset p is p + j: positions = torch.arange(offset, offset + "
     "seq_len). When decoding with a key-value cache, offset is the number of tokens already "
     "cached, and the new token's query and key are rotated at that absolute position."
 )
-_FIX_OFFSET_KO = (
-    "오프셋 p에서 호출했을 때 j번째 위치는 p + j이다. positions = torch.arange(offset, offset + "
-    "seq_len). 키-값 캐시로 디코딩할 때 offset은 이미 캐시된 토큰 수이고, 새 토큰의 쿼리와 키는 "
-    "그 절대 위치에서 회전한다."
-)
 _OFFSET_IGNORED = MISTAKES.declare(
     "offset",
     "the result is the rotation at positions {found} instead of {wanted}: the decoding offset "
     "is ignored, so every step is rotated as if it were the start of the sequence.",
     _FIX_OFFSET,
-    ko=(
-        "결과가 위치 {wanted:이} 아니라 {found}에서의 회전이다. 디코딩 오프셋을 무시해서 모든 단계를 시퀀스의 시작인 것처럼 돌린다.",
-        _FIX_OFFSET_KO,
-    ),
 )
 _OFFSET_TWICE = MISTAKES.declare(
     "offset",
     "the result is the rotation at positions {found} instead of {wanted}: the offset is added "
     "twice.",
     _FIX_OFFSET,
-    ko=(
-        "결과가 위치 {wanted:이} 아니라 {found}에서의 회전이다. 오프셋을 두 번 더했다.",
-        _FIX_OFFSET_KO,
-    ),
 )
 _OFFSET_BY_ONE = MISTAKES.declare(
     "offset",
     "the result is the rotation at positions {found} instead of {wanted}: the positions are "
     "off by {by}.",
     _FIX_OFFSET + " The first token of a sequence is at position 0.",
-    ko=(
-        "결과가 위치 {wanted:이} 아니라 {found}에서의 회전이다. 위치가 {by}만큼 어긋나 있다.",
-        _FIX_OFFSET_KO + " 시퀀스의 첫 토큰은 위치 0에 있다.",
-    ),
 )
 _NOT_ROTATED = MISTAKES.declare(
     "not_rotated",
     "the result is the input unchanged: nothing is rotated (for rotate(q, k, offset): is one of "
     "the two returned before rotating it?).",
     _FIX_ROTATE,
-    ko=(
-        "결과가 입력 그대로다. 아무것도 회전하지 않았다(rotate(q, k, offset)이면, 둘 가운데 하나를 회전하기 전에 반환하지 않았는가?).",
-        _FIX_ROTATE_KO,
-    ),
 )
 _FIX_SCALING = (
     "take theta'_i and the attention factor from the scaling once, e.g. "
@@ -257,30 +196,16 @@ _FIX_SCALING = (
     'm * theta\'_i; for "linear" (position interpolation) that is the angle of position '
     "m / factor."
 )
-_FIX_SCALING_KO = (
-    "theta'_i와 어텐션 인수를 스케일링에서 한 번만 가져와라. 예: "
-    "pe_lib.rope_scaling.rope_frequencies(head_dim, base=base, scaling=scaling). 그리고 "
-    'm * theta\'_i만큼 돌려라. "linear"(position interpolation)이면 그것은 위치 m / factor의 '
-    "각도이다."
-)
 _SCALING_MISSING = MISTAKES.declare(
     "scaling",
     "the result is plain RoPE: the {rope_type!r} scaling (factor {factor}) is not applied.",
     _FIX_SCALING,
-    ko=(
-        "결과가 기본 RoPE이다. {rope_type!r} 스케일링(factor {factor})이 적용되지 않았다.",
-        _FIX_SCALING_KO,
-    ),
 )
 _SCALING_TWICE = MISTAKES.declare(
     "scaling",
     "the result is the {rope_type!r} scaling with factor {factor}**2 = {squared}: the factor "
     "is applied twice (e.g. positions divided by it and the frequencies too).",
     _FIX_SCALING,
-    ko=(
-        "결과가 factor {factor}**2 = {squared}인 {rope_type!r} 스케일링이다. factor를 두 번 적용했다(예: 위치도 나누고 주파수도 나눴다).",
-        _FIX_SCALING_KO,
-    ),
 )
 _SCALING_INVERTED = MISTAKES.declare(
     "scaling",
@@ -288,10 +213,6 @@ _SCALING_INVERTED = MISTAKES.declare(
     'inverted (for "linear": positions multiplied by the factor {factor} instead of divided '
     "by it).",
     _FIX_SCALING,
-    ko=(
-        '결과가 각 쌍을 m * theta_i**2 / theta\'_i만큼 돌린다. {rope_type!r} 스케일링이 뒤집혔다("linear"이면 위치를 factor {factor:로} 나누지 않고 곱했다).',
-        _FIX_SCALING_KO,
-    ),
 )
 _ATTENTION_FACTOR = MISTAKES.declare(
     "scaling",
@@ -299,10 +220,6 @@ _ATTENTION_FACTOR = MISTAKES.declare(
     "{attention_factor} of the {rope_type!r} scaling.",
     "multiply cos and sin by the attention factor (YaRN's sqrt(1/t) = 0.1 ln(factor) + 1), "
     "the second value rope_frequencies returns.",
-    ko=(
-        "각도는 맞지만, cos와 sin에 {rope_type!r} 스케일링의 어텐션 인수 {attention_factor:를} 곱하지 않았다.",
-        "cos와 sin에 어텐션 인수(YaRN의 sqrt(1/t) = 0.1 ln(factor) + 1), 즉 rope_frequencies가 반환하는 두 번째 값을 곱하라.",
-    ),
 )
 _BASE = MISTAKES.declare(
     "base",
@@ -311,25 +228,16 @@ _BASE = MISTAKES.declare(
     "use theta_i = base ** (-2i / head_dim) with base={base} and i = 0 .. head_dim/2 - 1 the "
     "pair index: theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / "
     "head_dim).",
-    ko=(
-        "결과가 base {base:가} 아니라 base {found}인 RoPE이다. 쌍 i가 위치마다 {found} ** (-2i / {head_dim})만큼 돈다.{hint}",
-        "쌍 번호 i = 0 .. head_dim/2 - 1에 대해 base={base:로} theta_i = base ** (-2i / head_dim)를 써라: theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim).",
-    ),
 )
 _PRECISION = MISTAKES.declare(
     "precision",
-    "the result is the rotation with angles formed in half precision (bfloat16 or float16): "
-    "at position {position} it is off by up to {error} where float32 angles are off by at "
-    "most {allowed}. bfloat16 keeps 8 significant bits: between 1024 and 2048 only multiples "
-    "of 8 exist, so position 1001 becomes 1000.",
+    "the result is the rotation computed with {recipe}: at position {position} it is off by "
+    "{error} where float32 angles are off by at most {allowed}. {dtype} keeps {bits} "
+    "significant bits: position {example} becomes {rounded} there.",
     "form positions, frequencies and angles in float32 (or float64), whatever x's dtype: "
     "angles = positions.float()[:, None] * theta.float()[None, :]; cast only cos and sin (or "
     "the result) to x's dtype. In a module, a frequency buffer is cast by module.to("
     "torch.bfloat16): compute the frequencies in forward, or keep them out of the buffers.",
-    ko=(
-        "결과가 각도를 반정밀도(bfloat16 또는 float16)로 만든 회전이다. 위치 {position}에서 최대 {error}만큼 어긋나는데, float32 각도는 많아야 {allowed}만큼 어긋난다. bfloat16은 유효 비트가 8개뿐이라 1024와 2048 사이에는 8의 배수만 있으므로, 위치 1001이 1000이 된다.",
-        "x의 dtype과 상관없이 위치, 주파수, 각도를 float32(또는 float64)로 만들어라: angles = positions.float()[:, None] * theta.float()[None, :]. cos와 sin(또는 결과)만 x의 dtype으로 변환하라. 모듈에서는 주파수 버퍼가 module.to(torch.bfloat16)로 변환된다. 주파수를 forward에서 계산하거나 버퍼에 두지 마라.",
-    ),
 )
 _COMPLEX_BUFFER = MISTAKES.declare(
     "complex_buffer",
@@ -339,21 +247,69 @@ _COMPLEX_BUFFER = MISTAKES.declare(
     "keep complex frequencies out of the module's buffers (compute freqs_cis in forward, or "
     "store the float32 angles and build torch.polar(ones, angles) in forward), or cast only "
     "the floating weights to the low precision.",
-    ko=(
-        "module.to(torch.{dtype})가 복소수 {names:을} 실수 {dtype} 텐서로 변환해, 실수부(cos m theta_i)는 남고 허수부(sin m theta_i)는 버려졌다. 회전이 코사인을 곱하는 것으로 바뀌었다.",
-        "복소수 주파수를 모듈의 버퍼에 두지 마라(freqs_cis를 forward에서 계산하거나, float32 각도를 저장하고 forward에서 torch.polar(ones, angles)를 만들어라). 아니면 부동소수점 가중치만 낮은 정밀도로 변환하라.",
-    ),
 )
-_WRONG_VALUES = MISTAKES.declare(
-    "wrong_values",
+_WRONG_VALUES_WHAT = (
     "at position {position}, pair {pair} (channels {channels}), the result is off by {error} "
     "(allowed {allowed}): it turns that pair by {found} rad where {position} * theta_{pair} "
-    "is {wanted} rad (mod 2*pi), and scales its length by {ratio} where {factor} is right.",
-    _FIX_ROTATE,
-    ko=(
-        "위치 {position}, 쌍 {pair}(채널 {channels})에서 결과가 {error}만큼 어긋난다(허용 {allowed}): 그 쌍을 {found} rad만큼 돌리는데 {position} * theta_{pair:는} {wanted} rad(mod 2*pi)이고, 길이를 {ratio}배 하는데 맞는 값은 {factor}이다.",
-        _FIX_ROTATE_KO,
-    ),
+    "is {wanted} rad (mod 2*pi), and scales its length by {ratio} where {factor} is right."
+)
+_WRONG_VALUES = MISTAKES.declare("wrong_values", _WRONG_VALUES_WHAT, _FIX_ROTATE)
+_WRONG_VALUES_SCALED = MISTAKES.declare(
+    "wrong_values",
+    _WRONG_VALUES_WHAT,
+    "take theta'_i and the attention factor of the {rope_type!r} scaling once, from "
+    "pe_lib.rope_scaling.rope_frequencies(head_dim, base=base, scaling=scaling), and rotate pair "
+    "i at position m by m * theta'_i, cos and sin multiplied by the attention factor; compare "
+    "your theta'_i with those, pair by pair.",
+)
+_POSITIONS = MISTAKES.declare(
+    "positions",
+    "the result is the rotation at positions {found}, not at the positions passed, {wanted}: "
+    "only the first position is read, and the others are counted from it.",
+    "rotate each token at its own position, positions[j]: angles = "
+    "positions.to(torch.float64)[:, None] * theta[None, :]. Packed sequences restart their "
+    "positions (0, 1, 2, 0, 1), and a batch padded on the left does not start at 0.",
+)
+_BASE_SCALED = MISTAKES.declare(
+    "base",
+    "the result is the {rope_type!r} scaling applied to base {found}, not to base {base}.",
+    "apply the scaling to the model's own base (rope_theta): "
+    "pe_lib.rope_scaling.rope_frequencies(head_dim, base={base}, scaling=scaling).",
+)
+_RECIPES = {
+    "positions": text("the positions rounded to {dtype}"),
+    "frequencies": text("the frequencies theta_i rounded to {dtype}"),
+    "angles": text("the angles m * theta_i rounded to {dtype}"),
+    "all": text("positions, frequencies and angles in {dtype}"),
+    "inputs": text("positions and frequencies rounded to {dtype}, their product in float32"),
+}
+_WITH = text("with x of shape {shape} {dtype} at positions {span}{note}")
+_FOR = text("For {call}, ")
+_AGAINST = text("For {call}, against {reference}, ")
+_BUFFER = text("buffer")
+_CAST_COPY = text(" (a copy of the module cast with .to(torch.{dtype}))")
+_PLAIN = text("plain RoPE, theta_i = {base} ** (-2i / {head_dim})")
+_SCALED = text("the {rope_type!r} frequencies of pe_lib.rope_scaling.rope_frequencies: {reference}")
+_HF = text("the numbers of transformers {version}'s {function} ({file})")
+#: The references of :data:`pe_lib.rope_scaling.ROPE_SCALINGS` that are not transformers'.
+_REFERENCES = {
+    english: text(english)
+    for english in (
+        "RoFormer's theta_i = base ** (-2i / d)",
+        "pe_lib's own static NTK base change, b * factor ** (d / (d - 2))",
+    )
+}
+_SQRT_BASE = text(
+    " That is sqrt(base): the exponent misses its factor 2 (base ** (-i / head_dim)), or "
+    "divides by 2 * head_dim."
+)
+_NTK_BASE = text(
+    " That is base ** (head_dim / (head_dim - 2)): the exponent is divided by head_dim - 2 "
+    "instead of head_dim (or an NTK base change was applied)."
+)
+_SQUARED_BASE = text(
+    " That is base ** 2: the 2 of 2i was applied to the channel index 2i (base ** (-2j / "
+    "head_dim) with j = 2i)."
 )
 
 
@@ -364,46 +320,44 @@ class Convention:
     Attributes:
         signature: the call as the messages show it.
         inputs: how many tensors of shape ``(batch, heads, seq_len, head_dim)`` it takes.
-        call: ``call(rotate, inputs, offset, context)``, the outputs, one per input.
+        call: ``call(rotate, inputs, positions, context)``, the outputs, one per input;
+            ``positions`` is the int64 tensor of the positions of the call (contiguous for the
+            conventions that take an offset, which is its first entry).
     """
 
     signature: str
     inputs: int
-    call: Callable[[Callable[..., object], list[torch.Tensor], int, str], list[object]]
+    call: Callable[[Callable[..., object], list[torch.Tensor], torch.Tensor, str], list[object]]
 
 
 def _call_positions(
-    rotate: Callable[..., object], xs: list[torch.Tensor], offset: int, context: str
+    rotate: Callable[..., object], xs: list[torch.Tensor], positions: torch.Tensor, context: str
 ) -> list[object]:
-    positions = torch.arange(offset, offset + xs[0].shape[-2], device=xs[0].device)
     call = f"rotate(x, positions) {context}"
-    return [call_student(_EXCEPTION, call, rotate, xs[0], positions)]
+    given = positions.to(xs[0].device)
+    return [call_student(EXCEPTION, call, rotate, xs[0], given, contract=_CONTRACT)]
 
 
 def _call_offset(
-    rotate: Callable[..., object], xs: list[torch.Tensor], offset: int, context: str
+    rotate: Callable[..., object], xs: list[torch.Tensor], positions: torch.Tensor, context: str
 ) -> list[object]:
+    offset = int(positions[0])
     call = f"rotate(x, {offset}) {context}"
-    return [call_student(_EXCEPTION, call, rotate, xs[0], offset)]
+    return [call_student(EXCEPTION, call, rotate, xs[0], offset, contract=_CONTRACT)]
 
 
 def _call_qk(
-    rotate: Callable[..., object], xs: list[torch.Tensor], offset: int, context: str
+    rotate: Callable[..., object], xs: list[torch.Tensor], positions: torch.Tensor, context: str
 ) -> list[object]:
+    offset = int(positions[0])
     call = f"rotate(q, k, {offset}) {context}"
-    out = call_student(_EXCEPTION, call, rotate, xs[0], xs[1], offset)
+    out = call_student(EXCEPTION, call, rotate, xs[0], xs[1], offset, contract=_CONTRACT)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         if isinstance(out, (tuple, list)):
-            what = say(
-                f"a {type(out).__name__} of length {len(out)}",
-                f"길이 {len(out)}인 {type(out).__name__}",
-            )
+            found = _LENGTH_OF.render(kind=type(out).__name__, length=len(out))
         else:
-            what = say(f"a {type(out).__name__}", f"{type(out).__name__} 객체")
-        what += say(
-            " instead of the pair (q_rotated, k_rotated)", "(쌍 (q_rotated, k_rotated)가 아니라)"
-        )
-        raise _WRONG_TYPE.fail(call=call, what=what)
+            found = kind_of(out)
+        raise WRONG_TYPE.fail(call=call, found=found, wanted=_QK_PAIR, how=_FIX_TYPE)
     return list(out)
 
 
@@ -416,6 +370,9 @@ CONVENTIONS: dict[str, Convention] = {
 
 #: ``(offset, seq_len)`` of each call: a prefill from 0, then decoding steps and chunks.
 _PROBES = ((0, 8), (8, 1), (100, 4), (1000, 3), (10_000, 2))
+#: With the positions convention: packed sequences (positions restart), then drawn ones.
+_PACKED = (0, 1, 2, 0, 1, 2, 3, 0)
+_DRAWN = 3
 _MIN_LEN = 9
 _BATCH, _HEADS = 2, 2
 _DTYPES = (torch.float64, torch.float32, torch.bfloat16)
@@ -435,6 +392,7 @@ def check_rope(
     convention: str = "positions",
     dtypes: Sequence[torch.dtype] = _DTYPES,
     max_len: int | None = None,
+    seed: int = 0,
 ) -> None:
     r"""Check a RoPE rotation (a function or an ``nn.Module``) against RoFormer's eq. 34.
 
@@ -442,7 +400,9 @@ def check_rope(
     ``(2, 2, seq_len, head_dim)`` = ``(batch, heads, seq_len, head_dim)``, at the positions
     ``offset .. offset + seq_len - 1`` of a prefill (offset 0, seq_len 8) and of later decoding
     steps and chunks (offsets 8, 100, 1000 and 10000; with ``max_len``, those below it and a
-    last chunk at ``max_len - 2, max_len - 1``, the boundary of a cache), in each of ``dtypes``. The result must
+    last chunk at ``max_len - 2, max_len - 1``, the boundary of a cache), in each of
+    ``dtypes``; with the ``"positions"`` convention also at packed positions (0, 1, 2, 0, 1, 2,
+    3, 0) and at 3 sets of positions drawn with ``seed`` (any order, repeats, gaps). The result must
     be the rotation of pair ``i`` at position ``m`` by :math:`m\,\theta_i`,
     :math:`\theta_i = \mathrm{base}^{-2i/d}`, within the tolerance of the module docstring, with
     the shape and dtype of ``x``, and ``x`` left unchanged.
@@ -472,12 +432,15 @@ def check_rope(
       or pairs of one layout with cos and sin laid out for the other;
     * ``"sign"``: rotation by :math:`-m\,\theta_i`;
     * ``"offset"``: positions off by the decoding offset (ignored or added twice) or by one;
+    * ``"positions"``: only the first of the positions passed read, the others counted from it
+      (wrong on packed sequences);
     * ``"not_rotated"``: the input returned unchanged (where that is not an offset mistake);
     * ``"scaling"``: the scaling not applied, applied twice, inverted, or its attention factor
       missing;
     * ``"base"``: RoPE with another base (also what an exponent without its factor 2 gives:
       base ** 0.5);
-    * ``"precision"``: within the error of angles formed in bfloat16 or float16, not of float32;
+    * ``"precision"``: the rotation a computation in bfloat16 or float16 gives (positions,
+      frequencies or angles rounded to it, rebuilt and compared), not within float32's error;
     * ``"complex_buffer"``: a module whose complex buffer (Meta's ``freqs_cis``) its cast to
       bfloat16 or float16 made real, so the sines are lost;
     * ``"wrong_values"``: anything else; the message names the first pair found wrong, the angle
@@ -500,6 +463,7 @@ def check_rope(
             all but float16.
         max_len: ``None`` (positions up to 10001 are probed) or the number of positions the code
             supports, at least 9 (a cache of cos and sin for positions ``0 .. max_len - 1``).
+        seed: the seed of the drawn positions, an int >= 0.
 
     Returns:
         ``None`` when every result is right.
@@ -518,6 +482,7 @@ def check_rope(
     convention = check_choice("convention", convention, tuple(CONVENTIONS))
     checked_dtypes = _check_dtypes(dtypes)
     probes = _probes(max_len)
+    seed = check_seed(seed)
     frequencies_of(config, head_dim, seq_len=1)  # head_dim against the method
     if config.rotary_dim(head_dim) != head_dim:
         raise ValueError(
@@ -528,17 +493,36 @@ def check_rope(
         )
 
     spec = _Spec(head_dim, config.base, layout, config, config.rope_type)
-    generator = torch.Generator().manual_seed(0)
+    cases = [Case(torch.arange(offset, offset + seq_len)) for offset, seq_len in probes]
+    if convention == "positions" and not config.entry.needs_seq_len:
+        limit = _PROBES[-1][0] + _PROBES[-1][1] if max_len is None else int(max_len)
+        packed = torch.tensor(_PACKED)
+        cases += [
+            Case(packed),
+            *draw_cases((), lambda rng: _draw_positions(rng, limit), _DRAWN, seed),
+        ]
+    generator = torch.Generator().manual_seed(seed)
     with _probing(rotate) as module_for:
         for dtype in checked_dtypes:
             student = module_for(dtype)
-            for offset, seq_len in probes:
-                shape = (_BATCH, _HEADS, seq_len, head_dim)
+            for case in cases:
+                shape = (_BATCH, _HEADS, len(case.value), head_dim)
                 xs = [
                     torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
                     for _ in range(CONVENTIONS[convention].inputs)
                 ]
-                _check_call(student, CONVENTIONS[convention], spec, xs, offset)
+                _check_call(student, CONVENTIONS[convention], spec, xs, case)
+
+
+def _draw_positions(rng: random.Random, limit: int) -> torch.Tensor:
+    """Positions as a batch of packed or padded sequences gives them: a few runs, each from
+    its own start, below ``limit``."""
+    positions: list[int] = []
+    for _ in range(rng.randint(2, 4)):
+        length = rng.randint(1, 5)
+        start = rng.choice((0, rng.randint(0, max(0, limit - length))))
+        positions += range(start, start + length)
+    return torch.tensor(positions)
 
 
 def _probes(max_len: object) -> tuple[tuple[int, int], ...]:
@@ -621,10 +605,7 @@ def _probing(rotate: Callable[..., object]) -> Iterator[Callable[[torch.dtype], 
                 with warnings.catch_warnings():  # torch warns of the imaginary parts it drops
                     warnings.simplefilter("ignore", UserWarning)
                     cast = copy.deepcopy(module).to(dtype)
-                note = say(
-                    f" (a copy of the module cast with .to(torch.{dtype_name(dtype)}))",
-                    f" (.to(torch.{dtype_name(dtype)})로 변환한 모듈의 사본)",
-                )
+                note = _CAST_COPY.render(dtype=dtype_name(dtype))
                 casts[dtype] = _Student(cast, _device_of(cast), note, _made_real(module, cast))
             except Exception:  # a module that cannot be copied is probed as it is
                 casts[dtype] = _Student(module, _device_of(module))
@@ -656,20 +637,25 @@ class _Spec:
     def reference(self) -> str:
         """What the rotation was compared with, for messages."""
         if self.rope_type == "default":
-            return say(
-                f"plain RoPE, theta_i = {fmt_base(self.base)} ** (-2i / {self.head_dim})",
-                f"기본 RoPE, theta_i = {fmt_base(self.base)} ** (-2i / {self.head_dim})",
-            )
-        return say(
-            f"the {self.rope_type!r} frequencies of pe_lib.rope_scaling.rope_frequencies: "
-            f"{self.scaling.entry.reference}",
-            f"pe_lib.rope_scaling.rope_frequencies의 {self.rope_type!r} 주파수: "
-            f"{self.scaling.entry.reference}",
+            return _PLAIN.render(base=fmt_base(self.base), head_dim=self.head_dim)
+        return _SCALED.render(
+            rope_type=self.rope_type, reference=reference_text(self.scaling.entry.reference)
         )
 
     def ulps(self, base: float | None = None) -> float:
         extra = 0.0 if self.rope_type == "default" else _SCALING_ULPS
         return angle_ulps(self.base if base is None else base) + extra
+
+
+def reference_text(english: str) -> str:
+    """A scaling's reference (:attr:`pe_lib.rope_scaling.RopeScaling.reference`) in the current
+    language."""
+    found = re.fullmatch(r"the numbers of transformers (\S+)'s (\w+) \((\S+)\)", english)
+    if found:
+        version, function, file = found.groups()
+        return _HF.render(version=version, function=function, file=file)
+    known = _REFERENCES.get(english)
+    return english if known is None else str(known)
 
 
 def _pairs(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -693,8 +679,17 @@ def _rotation(x: torch.Tensor, angles: torch.Tensor, factor: float, layout: str)
     return _unpairs(a * cos - b * sin, a * sin + b * cos, layout)
 
 
-def _span(first: int, count: int) -> str:
-    return str(first) if count == 1 else f"{first}..{first + count - 1}"
+def _show(positions: torch.Tensor) -> str:
+    """``0..7`` for contiguous positions, ``0, 1, 2, 0, 1`` otherwise."""
+    first, count = int(positions[0]), len(positions)
+    if torch.equal(positions, torch.arange(first, first + count)):
+        return str(first) if count == 1 else f"{first}..{first + count - 1}"
+    return ", ".join(str(int(p)) for p in positions)
+
+
+def _contiguous(positions: torch.Tensor) -> bool:
+    first = int(positions[0])
+    return torch.equal(positions, torch.arange(first, first + len(positions)))
 
 
 class _Result:
@@ -781,27 +776,25 @@ def _check_call(
     convention: Convention,
     spec: _Spec,
     xs: list[torch.Tensor],
-    offset: int,
+    case: Case[torch.Tensor],
 ) -> None:
-    seq_len = xs[0].shape[-2]
+    positions = case.value
     dtype = dtype_name(xs[0].dtype)
-    context = say(
-        f"with x of shape {tuple(xs[0].shape)} {dtype} at positions {_span(offset, seq_len)}"
-        f"{student.note}",
-        f"(shape {tuple(xs[0].shape)}, {dtype}인 x, 위치 {_span(offset, seq_len)}{student.note})",
+    context = _WITH.render(
+        shape=tuple(xs[0].shape), dtype=dtype, span=_show(positions), note=student.note
     )
-    call = convention.signature.replace("offset", str(offset)) + " " + context
+    call = convention.signature.replace("offset", str(int(positions[0]))) + " " + context
+    call += case.label
     given = [x.to(student.device, copy=True) for x in xs]
-    outputs = convention.call(student.rotate, given, offset, context)
+    outputs = convention.call(student.rotate, given, positions, context + case.label)
     for x, kept in zip(xs, given, strict=True):
         if not torch.equal(x, kept.cpu()):
-            raise _IN_PLACE.fail(call=call)
-    positions = torch.arange(offset, offset + seq_len)
+            raise IN_PLACE.fail(
+                call=call, name="x", example=_IN_PLACE_EXAMPLE, instead=_IN_PLACE_INSTEAD
+            )
     for x, out in zip(xs, outputs, strict=True):
         if not isinstance(out, torch.Tensor):
-            raise _WRONG_TYPE.fail(
-                call=call, what=say(f"a {type(out).__name__}", f"{type(out).__name__} 객체")
-            )
+            raise WRONG_TYPE.fail(call=call, found=kind_of(out), wanted=_TENSOR, how=_FIX_TYPE)
         if out.shape != x.shape:
             raise _SHAPE.fail(call=call, shape=tuple(out.shape), x_shape=tuple(x.shape))
         if out.dtype != x.dtype:
@@ -809,102 +802,209 @@ def _check_call(
         out = out.detach().cpu()
         if not bool(torch.isfinite(out).all()):
             bad = (~torch.isfinite(out)).nonzero()[0]
-            raise _NOT_FINITE.fail(
-                say(f"For {call}, ", f"{call}에서 "), position=offset + int(bad[-2])
-            )
-        result = _Result(spec, x, out, positions, offset + seq_len)
+            raise _NOT_FINITE.fail(_FOR.render(call=call), position=int(positions[int(bad[-2])]))
+        result = _Result(spec, x, out, positions, int(positions.max()) + 1)
         if not result.matches(result.angles, result.factor):
             if student.lost_imaginary:
-                buffer = say("buffer", "버퍼")
-                names = ", ".join(f"{buffer} {name!r}" for name in student.lost_imaginary)
-                raise _COMPLEX_BUFFER.fail(
-                    say(f"For {call}, ", f"{call}에서 "), names=names, dtype=dtype
-                )
-            where = say(
-                f"For {call}, against {spec.reference}, ",
-                f"{particle(call, '을')} {particle(spec.reference, '과')} 비교하면 ",
-            )
-            raise _diagnose(result, where, offset)
+                names = ", ".join(f"{_BUFFER} {name!r}" for name in student.lost_imaginary)
+                raise _COMPLEX_BUFFER.fail(_FOR.render(call=call), names=names, dtype=dtype)
+            where = _AGAINST.render(call=call, reference=spec.reference)
+            raise diagnose(_DIAGNOSES, result, where) or _wrong_values(result, where)
 
 
-def _diagnose(result: _Result, where: str, offset: int) -> CheckFailed:
-    """The mistake that explains a result that is not the rotation."""
-    spec, angles, factor = result.spec, result.angles, result.factor
-    positions = result.positions
-    first = int(positions[0])
-    if spec.head_dim >= 4:
-        other = "half" if spec.layout == "interleaved" else "interleaved"
-        if result.matches(angles, factor, layout=other):
-            wrong = _INTERLEAVED_AS_HALF if spec.layout == "interleaved" else _HALF_AS_INTERLEAVED
-            return wrong.fail(where)
-        if result.matches_mixed(angles, factor):
-            laid_out = {
-                "interleaved": "freqs.repeat_interleave(2, dim=-1)",
-                "half": "torch.cat((freqs, freqs), dim=-1)",
-            }[other]
-            return _MIXED_LAYOUT.fail(where, layout=spec.layout, other=other, laid_out=laid_out)
-    if result.matches(-angles, factor):
-        return _SIGN.fail(where)
-    theta = result.theta[None, :]
-
-    def at(shift: int) -> torch.Tensor:
-        return (positions + shift).double()[:, None] * theta
-
-    seq_len, wanted = len(positions), _span(first, len(positions))
-    shifts = [(_OFFSET_IGNORED, -offset), (_OFFSET_TWICE, offset)] if offset > 0 else []
-    shifts += [(_OFFSET_BY_ONE, by) for by in (1, -1) if first + by >= 0]
-    for mistake, shift in shifts:
-        if result.matches(at(shift), factor):
-            found = _span(first + shift, seq_len)
-            return mistake.fail(where, found=found, wanted=wanted, by=f"{shift:+d}")
-    if bool(positions[-1] > 0) and result.matches(torch.zeros_like(angles), 1.0):
-        return _NOT_ROTATED.fail(where)
-    scaling_mistake = _scaling_mistake(result, where)
-    if scaling_mistake is not None:
-        return scaling_mistake
-    base_mistake = _base_mistake(result, where)
-    if base_mistake is not None:
-        return base_mistake
-    half = Tolerance(max(result.value_eps, EPS_BF16), EPS_BF16, spec.ulps(), math.inf)
-    if result.matches(angles, factor, tolerance=half):
-        candidate = _rotation(result.x64, angles, factor, spec.layout)
-        error = result.error(candidate)
-        bound = result.allowed(angles, factor, result.tolerance())
-        worst = int((error - bound).flatten().argmax())
-        index = torch.unravel_index(torch.tensor(worst), error.shape)
-        return _PRECISION.fail(
-            where,
-            position=int(positions[int(index[-2])]),
-            error=f"{float(error.max()):.3g}",
-            allowed=f"{float(bound.flatten()[worst]):.3g}",
-        )
-    return _wrong_values(result, where)
+def _when(condition: bool, fields: dict[str, object] | None = None) -> dict[str, object] | None:
+    return (fields or {}) if condition else None
 
 
-def _scaling_mistake(result: _Result, where: str) -> CheckFailed | None:
-    spec = result.spec
+def _other(layout: str) -> str:
+    return "half" if layout == "interleaved" else "interleaved"
+
+
+def _other_layout(wanted: str) -> Callable[[_Result], dict[str, object] | None]:
+    """The rotation in the other layout, when ``wanted`` is the layout asked for."""
+
+    def explains(r: _Result) -> dict[str, object] | None:
+        layout = r.spec.layout
+        if layout != wanted or r.spec.head_dim < 4:
+            return None
+        return _when(r.matches(r.angles, r.factor, layout=_other(layout)))
+
+    return explains
+
+
+def _mixed_layout(r: _Result) -> dict[str, object] | None:
+    if r.spec.head_dim < 4 or not r.matches_mixed(r.angles, r.factor):
+        return None
+    other = _other(r.spec.layout)
+    laid_out = {
+        "interleaved": "freqs.repeat_interleave(2, dim=-1)",
+        "half": "torch.cat((freqs, freqs), dim=-1)",
+    }[other]
+    return {"layout": r.spec.layout, "other": other, "laid_out": laid_out}
+
+
+def _counted_from_first(r: _Result) -> dict[str, object] | None:
+    """Only the first position read: ``positions[0] + arange(n)``."""
+    if _contiguous(r.positions):
+        return None
+    counted = int(r.positions[0]) + torch.arange(len(r.positions))
+    if not r.matches(counted.double()[:, None] * r.theta[None, :], r.factor):
+        return None
+    return {"found": _show(counted), "wanted": _show(r.positions)}
+
+
+def _shifted(mistake: str, by: int | None) -> Callable[[_Result], dict[str, object] | None]:
+    """Contiguous positions off by ``by`` (``None``: by minus the offset, ``0``: by the offset)."""
+
+    def explains(r: _Result) -> dict[str, object] | None:
+        if not _contiguous(r.positions):
+            return None
+        first = int(r.positions[0])
+        shift = {"ignored": -first, "twice": first}.get(mistake, by or 0)
+        if shift == 0 or first + shift < 0:
+            return None
+        angles = (r.positions + shift).double()[:, None] * r.theta[None, :]
+        if not r.matches(angles, r.factor):
+            return None
+        return {
+            "found": _show(r.positions + shift),
+            "wanted": _show(r.positions),
+            "by": f"{shift:+d}",
+        }
+
+    return explains
+
+
+def _not_rotated(r: _Result) -> dict[str, object] | None:
+    return _when(bool(r.positions.max() > 0) and r.matches(torch.zeros_like(r.angles), 1.0))
+
+
+def _scaling_fields(r: _Result) -> dict[str, object]:
+    return {"rope_type": r.spec.rope_type, "factor": r.spec.scaling.params.get("factor")}
+
+
+def _scaling_missing(r: _Result) -> dict[str, object] | None:
+    if r.spec.rope_type == "default":
+        return None
+    plain, _ = rope_frequencies(r.spec.head_dim, base=r.spec.base)
+    return _when(r.matches(r.positions.double()[:, None] * plain, 1.0), _scaling_fields(r))
+
+
+def _scaling_twice(r: _Result) -> dict[str, object] | None:
+    spec = r.spec
+    factor = spec.scaling.params.get("factor")
+    if spec.rope_type == "default" or not isinstance(factor, (int, float)) or factor <= 1:
+        return None
+    squared = {**spec.scaling.params, "factor": factor**2}
+    twice, twice_factor = frequencies_of(
+        dataclasses.replace(spec.scaling, params=squared), spec.head_dim, int(r.positions.max()) + 1
+    )
+    if not r.matches(r.positions.double()[:, None] * twice, twice_factor):
+        return None
+    return {**_scaling_fields(r), "squared": f"{factor**2:g}"}
+
+
+def _scaling_inverted(r: _Result) -> dict[str, object] | None:
+    if r.spec.rope_type == "default":
+        return None
+    plain, _ = rope_frequencies(r.spec.head_dim, base=r.spec.base)
+    inverted = plain * plain / r.theta
+    return _when(r.matches(r.positions.double()[:, None] * inverted, r.factor), _scaling_fields(r))
+
+
+def _attention_factor(r: _Result) -> dict[str, object] | None:
+    if r.spec.rope_type == "default" or r.factor == 1.0 or not r.matches(r.angles, 1.0):
+        return None
+    return {**_scaling_fields(r), "attention_factor": f"{r.factor:.6g}"}
+
+
+#: Bases a scaled rotation may have been given instead of the model's: the paper's and common
+#: models' ``rope_theta``.
+_COMMON_BASES = (10_000.0, 500_000.0, 1_000_000.0, 100_000.0, 50_000.0, 5_000_000.0)
+
+
+def _scaled_base(r: _Result) -> dict[str, object] | None:
+    """The scaling applied to another base."""
+    spec = r.spec
     if spec.rope_type == "default":
         return None
-    positions = result.positions.double()[:, None]
-    plain, _ = rope_frequencies(spec.head_dim, base=spec.base)
-    factor = spec.scaling.params.get("factor")
-    fields = {"rope_type": spec.rope_type, "factor": factor}
-    if result.matches(positions * plain, 1.0):
-        return _SCALING_MISSING.fail(where, **fields)
-    if isinstance(factor, (int, float)) and factor > 1:
-        seq_len = int(result.positions[-1]) + 1
-        squared = {**spec.scaling.params, "factor": factor**2}
-        twice, twice_factor = frequencies_of(
-            dataclasses.replace(spec.scaling, params=squared), spec.head_dim, seq_len
+    for used in _COMMON_BASES:
+        if used == spec.base:
+            continue
+        theta, factor = frequencies_of(
+            dataclasses.replace(spec.scaling, base=used), spec.head_dim, int(r.positions.max()) + 1
         )
-        if result.matches(positions * twice, twice_factor):
-            return _SCALING_TWICE.fail(where, squared=f"{factor**2:g}", **fields)
-    inverted = plain * plain / result.theta
-    if result.matches(positions * inverted, result.factor):
-        return _SCALING_INVERTED.fail(where, **fields)
-    if result.factor != 1.0 and result.matches(result.angles, 1.0):
-        return _ATTENTION_FACTOR.fail(where, attention_factor=f"{result.factor:.6g}", **fields)
+        angles = r.positions.double()[:, None] * theta[None, :]
+        if r.matches(angles, factor, tolerance=r.tolerance(used)):
+            return {
+                "rope_type": spec.rope_type,
+                "found": fmt_base(used),
+                "base": fmt_base(spec.base),
+            }
     return None
+
+
+#: How a half-precision computation forms its angles: (name, angles of positions and theta).
+_HALF_RECIPES: tuple[
+    tuple[str, Callable[[torch.Tensor, torch.Tensor, torch.dtype], torch.Tensor]], ...
+] = (
+    ("all", lambda p, t, d: (p.to(d)[:, None] * t.to(d)[None, :]).double()),
+    ("inputs", lambda p, t, d: (p.to(d).float()[:, None] * t.to(d).float()[None, :]).double()),
+    ("angles", lambda p, t, d: (p.double()[:, None] * t[None, :]).to(d).double()),
+    ("positions", lambda p, t, d: p.to(d).double()[:, None] * t[None, :]),
+    ("frequencies", lambda p, t, d: p.double()[:, None] * t.to(d).double()[None, :]),
+)
+#: A position each half precision rounds, to show it (bfloat16 rounds 1001 to 1000).
+_EXAMPLE_POSITION = {torch.bfloat16: 1001, torch.float16: 10_001}
+
+
+def _precision(r: _Result) -> dict[str, object] | None:
+    """The rotation a real half-precision computation gives: rebuilt, recipe by recipe."""
+    for dtype in (torch.bfloat16, torch.float16):
+        for name, angles_of in _HALF_RECIPES:
+            angles = angles_of(r.positions, r.theta, dtype)
+            if not torch.isfinite(angles).all() or not r.matches(angles, r.factor):
+                continue
+            candidate = _rotation(r.x64, r.angles, r.factor, r.spec.layout)
+            error = r.error(candidate)
+            bound = r.allowed(r.angles, r.factor, r.tolerance())
+            worst = int((error - bound).flatten().argmax())
+            index = torch.unravel_index(torch.tensor(worst), error.shape)
+            example = _EXAMPLE_POSITION[dtype]
+            shown = dtype_name(dtype)
+            return {
+                "recipe": _RECIPES[name].render(dtype=shown),
+                "position": int(r.positions[int(index[-2])]),
+                "error": f"{float(error.flatten()[worst]):.3g}",
+                "allowed": f"{float(bound.flatten()[worst]):.3g}",
+                "dtype": shown,
+                "bits": round(-math.log2(float(torch.finfo(dtype).eps))) + 1,
+                "example": example,
+                "rounded": int(torch.tensor(float(example)).to(dtype).item()),
+            }
+    return None
+
+
+#: The mistakes a wrong rotation is compared with, in order; ``"wrong_values"`` if none.
+_DIAGNOSES: tuple[Diagnosis[_Result], ...] = (
+    Diagnosis(_INTERLEAVED_AS_HALF, _other_layout("interleaved")),
+    Diagnosis(_HALF_AS_INTERLEAVED, _other_layout("half")),
+    Diagnosis(_MIXED_LAYOUT, _mixed_layout),
+    Diagnosis(_SIGN, lambda r: _when(r.matches(-r.angles, r.factor))),
+    Diagnosis(_POSITIONS, _counted_from_first),
+    Diagnosis(_OFFSET_IGNORED, _shifted("ignored", None)),
+    Diagnosis(_OFFSET_TWICE, _shifted("twice", None)),
+    Diagnosis(_OFFSET_BY_ONE, _shifted("by", 1)),
+    Diagnosis(_OFFSET_BY_ONE, _shifted("by", -1)),
+    Diagnosis(_NOT_ROTATED, _not_rotated),
+    Diagnosis(_SCALING_MISSING, _scaling_missing),
+    Diagnosis(_SCALING_TWICE, _scaling_twice),
+    Diagnosis(_SCALING_INVERTED, _scaling_inverted),
+    Diagnosis(_ATTENTION_FACTOR, _attention_factor),
+    Diagnosis(_BASE, lambda r: _base_fields(r)),
+    Diagnosis(_BASE_SCALED, _scaled_base),
+    Diagnosis(_PRECISION, _precision),
+)
 
 
 def _fitted_frequencies(result: _Result) -> torch.Tensor | None:
@@ -914,7 +1014,7 @@ def _fitted_frequencies(result: _Result) -> torch.Tensor | None:
     angle at ``m`` is unwrapped with the estimate so far, so the last position sets the precision.
     """
     positions = result.positions
-    if len(positions) < 2 or int(positions[0]) != 0:
+    if len(positions) < 2 or not torch.equal(positions, torch.arange(len(positions))):
         return None
     turned, _ = result.measured()
     angle = turned.flatten(0, -3).median(dim=0).values  # (seq_len, d/2), median over batch, heads
@@ -927,7 +1027,7 @@ def _fitted_frequencies(result: _Result) -> torch.Tensor | None:
     return theta
 
 
-def _base_mistake(result: _Result, where: str) -> CheckFailed | None:
+def _base_fields(result: _Result) -> dict[str, object] | None:
     """RoPE with another base: fitted from every pair's turn, then rounded and rebuilt."""
     spec = result.spec
     if spec.rope_type != "default" or spec.head_dim < 4:
@@ -953,38 +1053,22 @@ def _base_mistake(result: _Result, where: str) -> CheckFailed | None:
             continue
         frequencies, _ = rope_frequencies(spec.head_dim, base=base)
         if result.matches(positions * frequencies, 1.0, tolerance=result.tolerance(base)):
-            return _BASE.fail(
-                where,
-                found=fmt_base(base),
-                base=fmt_base(spec.base),
-                head_dim=spec.head_dim,
-                hint=_base_hint(base, spec.base, spec.head_dim),
-            )
+            return {
+                "found": fmt_base(base),
+                "base": fmt_base(spec.base),
+                "head_dim": spec.head_dim,
+                "hint": _base_hint(base, spec.base, spec.head_dim),
+            }
     return None
 
 
 def _base_hint(found: float, base: float, head_dim: int) -> str:
     if math.isclose(found, math.sqrt(base), rel_tol=1e-3):
-        return say(
-            " That is sqrt(base): the exponent misses its factor 2 (base ** (-i / head_dim)), "
-            "or divides by 2 * head_dim.",
-            " 그것은 sqrt(base)이다. 지수에 인수 2가 빠졌거나(base ** (-i / head_dim)), "
-            "2 * head_dim으로 나눴다.",
-        )
+        return str(_SQRT_BASE)
     if math.isclose(found, base ** (head_dim / (head_dim - 2)), rel_tol=1e-3):
-        return say(
-            " That is base ** (head_dim / (head_dim - 2)): the exponent is divided by "
-            "head_dim - 2 instead of head_dim (or an NTK base change was applied).",
-            " 그것은 base ** (head_dim / (head_dim - 2))이다. 지수를 head_dim이 아니라 "
-            "head_dim - 2로 나눴다(또는 NTK base 변경을 적용했다).",
-        )
+        return str(_NTK_BASE)
     if math.isclose(found, base * base, rel_tol=1e-3):
-        return say(
-            " That is base ** 2: the 2 of 2i was applied to the channel index 2i "
-            "(base ** (-2j / head_dim) with j = 2i).",
-            " 그것은 base ** 2이다. 2i의 2를 채널 번호 2i에 적용했다"
-            "(j = 2i로 둔 base ** (-2j / head_dim)).",
-        )
+        return str(_SQUARED_BASE)
     return ""
 
 
@@ -1003,8 +1087,10 @@ def _wrong_values(result: _Result, where: str) -> CheckFailed:
     channels = (
         f"{2 * pair}, {2 * pair + 1}" if spec.layout == "interleaved" else f"{pair}, {pair + half}"
     )
-    return _WRONG_VALUES.fail(
+    scaled = spec.rope_type != "default"
+    return (_WRONG_VALUES_SCALED if scaled else _WRONG_VALUES).fail(
         where,
+        rope_type=spec.rope_type,
         position=int(result.positions[row]),
         pair=pair,
         channels=channels,

@@ -221,14 +221,20 @@ def test_an_exception_in_the_step_is_reported_with_the_call() -> None:
 
 
 def test_every_mistake_has_a_planted_case() -> None:
-    planted = set(PLANTED) | {
-        "off_by_one",
-        "cache_positions",
-        "wrong_values",
-        "wrong_type",
-        "shape",
-        "exception",
-    }
+    """The codes planted here, and in test_false_passes.py the ones multi-token steps, other
+    head sizes, dtypes and a second run find."""
+    planted = (
+        set(PLANTED)
+        | {"single_token", "scale", "dtype", "hidden_state"}
+        | {
+            "off_by_one",
+            "cache_positions",
+            "wrong_values",
+            "wrong_type",
+            "shape",
+            "exception",
+        }
+    )
     assert set(check_kv_cache.mistakes) == planted
 
 

@@ -43,7 +43,9 @@ def test_check_failed_is_an_assertion_error_with_a_mistake() -> None:
 
 
 def test_a_mistake_says_what_is_wrong_then_how_to_fix_it() -> None:
-    mistake = Mistake("base", "The table uses base {used}.", "use base {base}.")
+    mistake = Mistake(
+        "base", "The table uses base {used}.", "use base {base}.", ko=("{used}.", "{base}.")
+    )
     assert mistake.fields() == {"used", "base"}
     error = mistake.fail("For a table: ", "Evidence.", used=100, base=10000)
     assert (error.mistake, str(error)) == (
@@ -100,7 +102,12 @@ def test_attach_makes_a_catalogue_the_mistakes_of_a_new_checker() -> None:
 
 
 def test_call_student_names_the_call_and_chains_the_error() -> None:
-    mistake = Mistake("exception", "{call} raised {error_type}: {error}.", "fix it.")
+    mistake = Mistake(
+        "exception",
+        "{call} raised {error_type}: {error}.",
+        "fix it.",
+        ko=("{call}에서 {error_type:이} 발생했다: {error}.", "고쳐라."),
+    )
 
     def broken(k: int) -> None:
         raise KeyError(k)

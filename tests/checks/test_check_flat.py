@@ -46,16 +46,16 @@ def test_the_first_seed_and_length_out_of_the_band_are_named() -> None:
 
 
 def test_the_tolerance_is_the_callers() -> None:
-    check_flat(table([10.0, 11.9]), seeds=(0,), lengths=(16, 32), tolerance=0.2)
+    check_flat(table([10.0, 11.9]), seeds=(0,), lengths=(16, 128), tolerance=0.2)
     failure = fails_with(
-        "not_flat", table([10.0, 12.1]), seeds=(0,), lengths=(16, 32), tolerance=0.2
+        "not_flat", table([10.0, 12.1]), seeds=(0,), lengths=(16, 128), tolerance=0.2
     )
     assert "by more than 20%" in str(failure)
 
 
 def test_a_nan_leaves_the_band() -> None:
-    failure = fails_with("not_flat", table([10.0, float("nan")]), seeds=(3,), lengths=(8, 16))
-    assert (failure.seed, failure.length) == (3, 16)  # type: ignore[attr-defined]
+    failure = fails_with("not_flat", table([10.0, float("nan")]), seeds=(3,), lengths=(8, 64))
+    assert (failure.seed, failure.length) == (3, 64)  # type: ignore[attr-defined]
 
 
 def test_the_korean_message_names_the_place_and_the_band() -> None:
@@ -63,24 +63,24 @@ def test_the_korean_message_names_the_place_and_the_band() -> None:
 
     set_language("ko")
     with pytest.raises(FlatnessFailed) as info:
-        check_flat(table([10.0, 11.5]), seeds=(5,), lengths=(32, 64))
+        check_flat(table([10.0, 11.5]), seeds=(5,), lengths=(32, 256))
     message = str(info.value)
     assert message.startswith(
-        "시드 5에서 64자의 퍼플렉서티(11.5)가 32자에서의 퍼플렉서티(10.0)보다 10% 넘게"
+        "시드 5에서 256자의 퍼플렉서티(11.5)가 32자에서의 퍼플렉서티(10.0)보다 10% 넘게"
     )
-    assert "64자까지" in message
+    assert "256자까지" in message
 
 
 def test_the_failure_survives_pickling() -> None:
     with pytest.raises(FlatnessFailed) as info:
-        check_flat(table([1.0, 2.0]), seeds=(0,), lengths=(1, 2))
+        check_flat(table([10.0, 20.0]), seeds=(0,), lengths=(1, 8))
     copy = pickle.loads(pickle.dumps(info.value))
     assert isinstance(copy, CheckFailed)
     assert (copy.mistake, copy.message, copy.seed, copy.length) == (  # type: ignore[attr-defined]
         "not_flat",
         info.value.message,
         0,
-        2,
+        8,
     )
 
 
@@ -91,12 +91,15 @@ def test_the_failure_survives_pickling() -> None:
         ({"table": torch.ones(2, 4)}, ValueError, "shape (len(seeds), len(lengths)) = (1, 2)"),
         ({"seeds": 0}, TypeError, "seeds must be a sequence of integers, got 0"),
         ({"lengths": (1.5, 2)}, TypeError, "lengths must hold integers, got 1.5"),
+        ({"seeds": ()}, ValueError, "seeds must hold at least one seed, got ()"),
+        ({"multiple": 0}, ValueError, "multiple must be"),
+        ({"vocab_size": "93"}, TypeError, "vocab_size must be"),
         ({"tolerance": 0.0}, ValueError, "tolerance must be in (0, 1), got 0.0"),
         ({"tolerance": "10%"}, TypeError, "tolerance must be a float in (0, 1), got '10%'"),
     ],
 )
 def test_bad_arguments_are_named(kwargs: dict[str, object], error: type, words: str) -> None:
-    arguments: dict[str, object] = {"table": torch.ones(1, 2), "seeds": (0,), "lengths": (1, 2)}
+    arguments: dict[str, object] = {"table": torch.ones(1, 2), "seeds": (0,), "lengths": (1, 8)}
     with pytest.raises(error) as info:
         check_flat(**{**arguments, **kwargs})  # type: ignore[arg-type]
     assert words in str(info.value)

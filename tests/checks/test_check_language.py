@@ -18,7 +18,8 @@ from pe_lib.checks import (
     get_language,
     set_language,
 )
-from pe_lib.checks._core import FIX_LABEL, particle, say
+from pe_lib.checks._core import FIX_LABEL, text
+from pe_lib.checks._messages import particle
 
 MISTAKES = [
     pytest.param(mistake, id=f"{catalogue.checker}-{mistake.code}-{index}")
@@ -29,18 +30,19 @@ FIELD = re.compile(r"\{([^{}!:]*)(?:![rsa])?(?::[^{}]*)?\}")
 
 
 def test_the_languages_are_english_and_korean_and_english_by_default() -> None:
-    assert LANGUAGES == ("en", "ko") and set(FIX_LABEL) == set(LANGUAGES)
+    assert LANGUAGES == ("en", "ko")
+    assert (FIX_LABEL.template("en"), FIX_LABEL.template("ko")) == ("Fix:", "고치는 법:")
     assert get_language() == "en"
 
 
 @pytest.mark.parametrize("mistake", MISTAKES)
 def test_every_mistake_has_both_texts_with_the_same_fields(mistake: Mistake) -> None:
-    assert mistake.ko is not None, f"{mistake.code} has no Korean"
-    what_ko, how_ko = mistake.ko
+    what_ko, how_ko = mistake.texts("ko")
+    assert (what_ko, how_ko) != (mistake.what, mistake.how), f"{mistake.code} has no Korean"
     for english, korean in ((mistake.what, what_ko), (mistake.how, how_ko)):
         assert sorted(FIELD.findall(korean)) == sorted(FIELD.findall(english)), mistake
     # Korean prose (a how that is only a field, "{how}", is filled in Korean where it is found)
-    for korean in mistake.ko:
+    for korean in (what_ko, how_ko):
         assert HANGUL.search(korean) or FIELD.fullmatch(korean.strip()), korean
 
 
@@ -51,13 +53,12 @@ def test_every_mistake_renders_in_korean_with_its_fields(mistake: Mistake) -> No
     set_language("ko")
     korean = mistake.fail("", "", **fields)
     assert korean.mistake == mistake.code
-    what, label, how = korean.message.partition(f" {FIX_LABEL['ko']} ")
+    what, label, how = korean.message.partition(f" {FIX_LABEL.template('ko')} ")
     assert label and how, korean.message
     assert korean.message != english and "Fix:" not in korean.message
     for name, value in fields.items():  # each field lands in the Korean message too
         assert (value in korean.message) == (value in english), name
     assert mistake.texts("en") == (mistake.what, mistake.how)
-    assert mistake.texts("ko") == mistake.ko
 
 
 def test_set_language_switches_every_message_and_back() -> None:
@@ -79,10 +80,11 @@ def test_set_language_switches_every_message_and_back() -> None:
     assert "고치는 법:" in str(messages["ko"]) and "Fix:" in str(messages["en"])
 
 
-def test_say_picks_the_current_language() -> None:
-    assert say("case", "경우") == "case"
+def test_a_text_is_written_in_the_current_language() -> None:
+    fix = text("Fix:")  # declared by the core: translated in the catalogue
+    assert str(fix) == "Fix:"
     set_language("ko")
-    assert say("case", "경우") == "경우"
+    assert str(fix) == "고치는 법:"
 
 
 def test_the_setting_is_english_again_in_the_next_test_part_one() -> None:
@@ -110,10 +112,9 @@ def test_a_language_that_is_not_a_string_is_a_type_error(bad: object) -> None:
     assert get_language() == "en"
 
 
-def test_a_declaration_needs_korean_with_the_same_fields() -> None:
+def test_a_korean_pair_given_with_a_declaration_needs_the_same_fields() -> None:
+    """A checker outside the package may give its Korean with the declaration."""
     catalogue = Catalogue("check_example")
-    with pytest.raises(TypeError, match="ko"):
-        catalogue.declare("a", "A {x}.", "fix {x}.")  # type: ignore[call-arg]
     with pytest.raises(ValueError, match=r"English fields \['x'\], got \['y'\]"):
         catalogue.declare("a", "A {x}.", "fix {x}.", ko=("가 {y}.", "고쳐라."))
     with pytest.raises(TypeError, match="pair of non-empty strings"):
@@ -213,8 +214,7 @@ def test_an_unknown_particle_is_refused_by_name() -> None:
 def test_korean_templates_choose_their_particles_and_keep_the_books_words(
     mistake: Mistake,
 ) -> None:
-    assert mistake.ko is not None
-    for korean in mistake.ko:
+    for korean in mistake.texts("ko"):
         assert not BARE_PARTICLE.search(korean), korean
         assert not korean_style_problems(korean), (korean_style_problems(korean), korean)
         for clash, word in (("평범한 RoPE", "기본 RoPE"), ("기대값", "정답값"), ("간직", "저장")):
@@ -243,3 +243,37 @@ def test_the_style_check_sees_each_fault() -> None:
     assert not korean_style_problems("앞에 크기 1인 배치 차원이 있어도 된다.")
     assert korean_style_problems("짝수 열에 코사인이 있다: sin과 cos가 뒤바뀌었다.")
     assert not korean_style_problems("짝수 열에 코사인이 있다. 즉 sin과 cos가 뒤바뀌었다.")
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        "위치 0, 1, ...가 아니라 2, 3, ...이다.",  # 일: 이
+        "맞는 위치 n(캐시된 토큰 수)가 아니라",  # the gloss is skipped: 엔, 이
+        "slopes(8)가 맞는 값이다.",  # 팔: 이
+        "omega_i = base ** (-2i / d_model)를 써라.",  # 모델: 을
+        "build(0, 2)에서 ValueError를 일으켰다.",  # a calque of "raised"
+        "네 step을 전체 패스와 비교하라.",  # reads as "four steps"
+        "BERT의 임베딩 층이 그렇다.",  # the book's word is 레이어
+    ],
+)
+def test_the_style_check_sees_a_particle_after_a_bracket_or_an_ellipsis_and_the_words(
+    wrong: str,
+) -> None:
+    assert korean_style_problems(wrong), wrong
+
+
+@pytest.mark.parametrize(
+    "right",
+    [
+        "위치 0, 1, ...이 아니라 2, 3, ...이다.",
+        "시드(행)와 길이(열)마다",
+        "퍼플렉서티(9.0)가 높다.",
+        "slopes(8)이 맞는 값이다.",
+        "module.eval()이 끄는 Dropout",
+        "omega_i = base ** (-2i / d_model)을 써라.",
+        "build(0, 2)에서 ValueError가 발생했다.",
+    ],
+)
+def test_the_style_check_passes_the_right_particles(right: str) -> None:
+    assert not korean_style_problems(right), (korean_style_problems(right), right)

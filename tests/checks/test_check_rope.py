@@ -443,8 +443,26 @@ class QKReturnsQ(QKRotary):
 
 
 # (rotate, checker kwargs, mistake, words the message must contain)
+def counted_from_first(x, positions):
+    """Reads positions[0] only: right on every contiguous call, wrong on packed positions."""
+    return meta_complex(x, positions[0] + torch.arange(len(positions)))
+
+
+def llama3_theta_of(base, scale=1.0):
+    """An interleaved rotation by Llama 3.1's frequencies (LLAMA3's parameters) at ``base``."""
+    return with_theta(lambda d: scale * llama3_inv_freq(d, base, 8.0, 1.0, 4.0, 64))
+
+
 PLANTED = [
     (raises, {}, "exception", ["RuntimeError"]),
+    (counted_from_first, {}, "positions", ["0, 1, 2, 0, 1, 2, 3, 0"]),
+    (llama3_theta_of(10000.0), {"scaling": LLAMA3}, "base", ["applied to base 10000"]),
+    (
+        llama3_theta_of(500000.0, scale=1.01),
+        {"scaling": LLAMA3},
+        "wrong_values",
+        ["rope_frequencies(head_dim, base=base, scaling=scaling)"],
+    ),
     (cache_of_4096, {}, "exception", ["IndexError", "positions 10000..10001", "up to 10001"]),
     (as_numpy, {}, "wrong_type", ["ndarray"]),
     (QKReturnsQ(16), {"convention": "qk"}, "wrong_type", ["(q_rotated, k_rotated)"]),
@@ -490,7 +508,7 @@ PLANTED = [
         angles_in_x_dtype,
         {"layout": "half"},
         "precision",
-        ["bfloat16 at positions 100..103", "half precision"],
+        ["bfloat16 at positions 100..103", "positions, frequencies and angles in bfloat16"],
     ),
     (bfloat16_angles, {"layout": "half"}, "precision", ["float64 at positions"]),
     (

@@ -55,6 +55,17 @@ def wrong_frequencies(k, d):
     return m
 
 
+def float32_angles(k, d):
+    """The right blocks, the angles k * w_i formed in float32."""
+    w = 10000.0 ** (-np.arange(0, d, 2, dtype=np.float32) / np.float32(d))
+    angle = np.float32(k) * w.astype(np.float32)
+    m = np.zeros((d, d))
+    for i, a in enumerate(angle):
+        c, s = math.cos(a), math.sin(a)
+        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[c, s], [-s, c]]
+    return m
+
+
 def raises_for_negative_k(k, d):
     if k < 0:
         raise ValueError("k must be >= 0")
@@ -86,6 +97,7 @@ PLANTED = [
     (lambda k, d: student_shift(k, d) > 0, "wrong_type", "bool"),
     (lambda k, d: student_shift(k, d) * np.nan, "not_finite", "NaN"),
     (raises_for_negative_k, "exception", "build(-1, 2) raised ValueError"),
+    (float32_angles, "precision", "formed in float32"),
 ]
 
 

@@ -29,7 +29,7 @@ The messages are English unless ``set_language("ko")`` asks for Korean (the Kore
 notebooks do, in their first cell); ``get_language()`` says which, and the ``.mistake`` codes are
 the same in both. The English is in the code; the Korean is in the gettext catalogue
 ``locale/ko/LC_MESSAGES/pe_lib_checks.po`` of this package, which a translator edits
-(:mod:`pe_lib.checks._messages`).
+(``pe_lib.checks._messages``).
 
 Each checker's ``.mistakes`` is the tuple of the codes it recognises, in the order it looks
 for them, read from the :class:`Catalogue` its module declares (the one way to read them). A new

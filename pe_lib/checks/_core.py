@@ -13,13 +13,13 @@ A checker declares four things and the core does the rest:
   rebuilds what a mistake would give and, if that is what the student's work gives, names it.
 
 The guards every checker needs come from here: :func:`call_student` (an exception in student
-code, the ``"exception"`` mistake, declared once in :data:`EXCEPTION`), :func:`as_float64`
+code, the ``"exception"`` mistake, declared once in :data:`~pe_lib.checks._core.EXCEPTION`), :func:`as_float64`
 (what was handed in: :data:`WRONG_TYPE`), :data:`SHAPE`, :data:`DTYPE`, :data:`NOT_FINITE`,
-:data:`IN_PLACE` and :data:`HIDDEN_STATE`; a checker's :class:`Catalogue` :meth:`~Catalogue.uses`
+:data:`IN_PLACE` and :data:`HIDDEN_STATE`; a checker's :class:`~pe_lib.checks.Catalogue` :meth:`~pe_lib.checks.Catalogue.uses`
 those it can raise.
 
-Messages are :class:`~pe_lib.checks._messages.Text` s: English in the code, translated in the
-gettext catalogue of each language (:mod:`pe_lib.checks._messages`).
+Messages are :class:`~pe_lib.checks._core.Text` s: English in the code, translated in the
+gettext catalogue of each language (``pe_lib.checks._messages``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ from ._messages import (
 
 __all__ = [
     "ANGLE_ERROR_CAP",
+    "C",
     "DTYPE",
+    "E",
     "EPS16",
     "EPS32",
     "EPS64",
@@ -107,7 +109,7 @@ EPS_BF16 = float(torch.finfo(torch.bfloat16).eps)
 
 
 def text(english: str) -> Text:
-    """Declare a sentence a checker prints (at module level): see :class:`Text`."""
+    """Declare a sentence a checker prints (at module level): see :class:`~pe_lib.checks._core.Text`."""
     return Text.declare(english, str(sys._getframe(1).f_globals.get("__name__", "")))
 
 
@@ -152,7 +154,7 @@ class Mistake:
 
     ``what`` and ``how`` are English ``str.format`` templates whose fields are filled in where
     the mistake is found; their translations are read from the catalogues
-    (:mod:`pe_lib.checks._messages`), or from ``ko``, a ``(what, how)`` pair given here (for a
+    (``pe_lib.checks._messages``), or from ``ko``, a ``(what, how)`` pair given here (for a
     mistake declared outside the package). Several records may share a ``code`` (variants of
     one mistake).
 
@@ -257,7 +259,7 @@ class Catalogue:
         return record
 
     def uses(self, *mistakes: Mistake) -> None:
-        """Add mistakes declared once for every checker (:data:`EXCEPTION`, ...) in this place."""
+        """Add mistakes declared once for every checker (:data:`~pe_lib.checks._core.EXCEPTION`, ...) in this place."""
         self._records.extend(mistakes)
 
     @property
@@ -321,10 +323,10 @@ HIDDEN_STATE = _shared(
 def call_student(
     mistake: Mistake, call: str, function: Callable[..., T], *args: object, **fields: object
 ) -> T:
-    """``function(*args)``; an exception in it becomes ``mistake`` (:data:`EXCEPTION`).
+    """``function(*args)``; an exception in it becomes ``mistake`` (:data:`~pe_lib.checks._core.EXCEPTION`).
 
     The message names ``call`` (how the checker called the student's code), the error and
-    ``fields`` (for :data:`EXCEPTION`, ``contract``: how the checker calls the code); the
+    ``fields`` (for :data:`~pe_lib.checks._core.EXCEPTION`, ``contract``: how the checker calls the code); the
     original exception is chained as ``__cause__``.
     """
     try:
@@ -368,9 +370,10 @@ def check_seed(seed: object) -> int:
 
 
 def draw_cases(
-    fixed: Sequence[C], draw: Callable[[random.Random], C], count: int, seed: int
+    fixed: Sequence[C], draw: Callable[..., C], count: int, seed: int
 ) -> Iterator[Case[C]]:
-    """The fixed cases, then ``count`` cases ``draw(rng)`` with ``rng`` seeded by ``seed``.
+    """The fixed cases, then ``count`` cases ``draw(rng)``, ``rng`` a ``random.Random``
+    seeded by ``seed``.
 
     The fixed cases come first so that a common mistake is shown on a small, readable case; the
     drawn ones cover the rest of what the exercise allows.

@@ -263,7 +263,7 @@ PARTICLES = {
 # Either form names the pair: {value:를} and {value:을} both choose the right one.
 _PAIR = {form: pair for pair in PARTICLES.values() for form in pair}
 #: Postpositions a value may not end in when a particle follows it (checked where
-#: :data:`REFUSE_POSTPOSITIONS` is on, as the tests turn it on): "프리필에서가" reads as two
+#: ``REFUSE_POSTPOSITIONS`` is on, as the tests turn it on): "프리필에서가" reads as two
 #: particles in a row. Only those no common noun ends in are listed (not 이, 가, 도, 과, 로).
 _POSTPOSITIONS = (
     "에서",
@@ -421,7 +421,7 @@ def particle(value: object, form: str) -> str:
 
     Raises:
         ValueError: ``form`` is not a particle of ``PARTICLES``; or, where
-            :data:`REFUSE_POSTPOSITIONS` is on, ``value`` already ends in a postposition.
+            ``REFUSE_POSTPOSITIONS`` is on, ``value`` already ends in a postposition.
     """
     if form not in _PAIR:
         raise ValueError(f"form must be one of {', '.join(sorted(_PAIR))}, got {form!r}")

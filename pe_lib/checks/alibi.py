@@ -26,6 +26,7 @@ from __future__ import annotations
 import numbers
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -37,10 +38,12 @@ from ._core import (
     EXCEPTION,
     Catalogue,
     CheckFailed,
+    Diagnosis,
     NotAnArray,
     as_float64,
     call_student,
     check_seed,
+    diagnose,
     draw_cases,
     text,
 )
@@ -176,7 +179,7 @@ def check_alibi_slopes(slopes: Callable[[int], object], *, seed: int = 0) -> Non
             EXCEPTION, f"slopes({n}){case.label}", slopes, n, contract=_SLOPES_CONTRACT
         )
         values, eps = _vector(result, n)
-        _check_slopes(values, eps, n)
+        _check_slopes(values, eps, n, f"slopes({n}){case.label}")
 
 
 def _vector(result: object, n: int) -> tuple[torch.Tensor, float]:
@@ -203,50 +206,103 @@ def _geometric(n: int, first: int = 1) -> torch.Tensor:
     return torch.exp2(torch.arange(first, first + n, dtype=torch.float64) * (-8.0 / n))
 
 
-def _check_slopes(values: torch.Tensor, eps: float, n: int) -> None:
+@dataclass(frozen=True)
+class _Slopes:
+    """A student's finite slopes for ``n`` heads that are not the right ones."""
+
+    values: torch.Tensor
+    eps: float
+    n: int
+    call: str
+
+    @property
+    def wanted(self) -> torch.Tensor:
+        return alibi_slopes(self.n)
+
+    @property
+    def lower(self) -> int:
+        """The largest power of two at most ``n``."""
+        return 1 << (self.n.bit_length() - 1)
+
+    def tolerance(self, reference: torch.Tensor) -> torch.Tensor:
+        return 8.0 * max(self.eps, EPS64) * reference.abs() + 1e-300
+
+    def equals(self, candidate: torch.Tensor) -> bool:
+        return bool(((self.values - candidate).abs() <= self.tolerance(self.wanted)).all())
+
+    def fields(self, **more: object) -> dict[str, object]:
+        return {"call": self.call, "n": self.n, **more}
+
+
+def _in_another_order(s: _Slopes) -> dict[str, object] | None:
+    ordered, wanted = torch.sort(s.values).values, torch.sort(s.wanted).values
+    if not bool(((ordered - wanted).abs() <= s.tolerance(wanted)).all()):
+        return None
+    return s.fields(values=_show(s.values), wanted=_show(s.wanted))
+
+
+def _first_wrong_of_a_power(s: _Slopes) -> dict[str, object] | None:
+    """For a power of two, whatever is wrong: the first wrong slope."""
+    if s.lower != s.n:
+        return None
+    wrong = (s.values - s.wanted).abs() > s.tolerance(s.wanted)
+    head = int(wrong.nonzero()[0])
+    return s.fields(
+        head=head + 1, found=f"{float(s.values[head]):.6g}", wanted=f"{float(s.wanted[head]):.6g}"
+    )
+
+
+def _odd_slopes(s: _Slopes) -> dict[str, object] | None:
+    lower, upper = s.lower, 2 * s.lower
+    if lower == s.n or not s.equals(
+        torch.cat((alibi_slopes(lower), alibi_slopes(upper)[1::2][: s.n - lower]))
+    ):
+        return None
+    extra = s.n - lower
+    heads = str(_HEAD_1) if extra == 1 else _HEADS.render(span=_span(1, extra))
+    return s.fields(upper=upper, heads=heads)
+
+
+def _if(condition: bool, fields: dict[str, object]) -> dict[str, object] | None:
+    return fields if condition else None
+
+
+#: What wrong slopes are compared with, in order; ``"non_power_of_two"`` (the values) if none.
+_SLOPE_DIAGNOSES: tuple[Diagnosis[_Slopes], ...] = (
+    Diagnosis(_SLOPES_SIGN, lambda s: _if(s.equals(-s.wanted), s.fields(values=_show(s.values)))),
+    Diagnosis(_SLOPES_ORDER, _in_another_order),
+    Diagnosis(
+        _FROM_ONE,
+        lambda s: _if(s.lower == s.n and s.equals(_geometric(s.n, first=0)), s.fields()),
+    ),
+    Diagnosis(
+        _EIGHT_HEADS,
+        lambda s: _if(
+            s.lower == s.n
+            and s.n != 8
+            and s.equals(torch.exp2(-torch.arange(1, s.n + 1, dtype=torch.float64))),
+            s.fields(),
+        ),
+    ),
+    Diagnosis(_GEOMETRIC, _first_wrong_of_a_power),
+    Diagnosis(_EXTENDED, lambda s: _if(s.equals(_geometric(s.n)), s.fields())),
+    Diagnosis(
+        _NEXT_POWER,
+        lambda s: _if(s.equals(alibi_slopes(2 * s.lower)[: s.n]), s.fields(upper=2 * s.lower)),
+    ),
+    Diagnosis(_ODD_SLOPES, _odd_slopes),
+)
+
+
+def _check_slopes(values: torch.Tensor, eps: float, n: int, call: str) -> None:
     if not bool(torch.isfinite(values).all()):
-        raise _SLOPES_NOT_FINITE.fail(call=f"slopes({n})", n=n, values=_show(values))
-    wanted = alibi_slopes(n)
-    tolerance = 8.0 * max(eps, EPS64) * wanted.abs() + 1e-300
-
-    def equals(candidate: torch.Tensor) -> bool:
-        return bool(((values - candidate).abs() <= tolerance).all())
-
-    if equals(wanted):
+        raise _SLOPES_NOT_FINITE.fail(call=call, n=n, values=_show(values))
+    slopes = _Slopes(values, eps, n, call)
+    if slopes.equals(slopes.wanted):
         return
-    if equals(-wanted):
-        raise _SLOPES_SIGN.fail(call=f"slopes({n})", n=n, values=_show(values))
-    ordered, wanted_ordered = torch.sort(values).values, torch.sort(wanted).values
-    if bool(((ordered - wanted_ordered).abs() <= 8.0 * max(eps, EPS64) * wanted_ordered).all()):
-        raise _SLOPES_ORDER.fail(
-            call=f"slopes({n})", n=n, values=_show(values), wanted=_show(wanted)
-        )
-    lower = 1 << (n.bit_length() - 1)
-    if lower == n:
-        if equals(_geometric(n, first=0)):
-            raise _FROM_ONE.fail(call=f"slopes({n})", n=n)
-        if n != 8 and equals(torch.exp2(-torch.arange(1, n + 1, dtype=torch.float64))):
-            raise _EIGHT_HEADS.fail(call=f"slopes({n})", n=n)
-        head = int(((values - wanted).abs() > tolerance).nonzero()[0])  # the first wrong one
-        raise _GEOMETRIC.fail(
-            call=f"slopes({n})",
-            n=n,
-            head=head + 1,
-            found=f"{float(values[head]):.6g}",
-            wanted=f"{float(wanted[head]):.6g}",
-        )
-    if equals(_geometric(n)):
-        raise _EXTENDED.fail(call=f"slopes({n})", n=n)
-    upper = 2 * lower
-    if equals(alibi_slopes(upper)[:n]):
-        raise _NEXT_POWER.fail(call=f"slopes({n})", n=n, upper=upper)
-    if equals(torch.cat((alibi_slopes(lower), alibi_slopes(upper)[1::2][: n - lower]))):
-        if n - lower == 1:
-            heads = str(_HEAD_1)
-        else:
-            heads = _HEADS.render(span=_span(1, n - lower))
-        raise _ODD_SLOPES.fail(call=f"slopes({n})", n=n, upper=upper, heads=heads)
-    raise _NON_POWER.fail(call=f"slopes({n})", n=n, found=_show(values), wanted=_show(wanted))
+    raise diagnose(_SLOPE_DIAGNOSES, slopes) or _NON_POWER.fail(
+        **slopes.fields(found=_show(values), wanted=_show(slopes.wanted))
+    )
 
 
 def _span(first: int, count: int) -> str:
@@ -462,6 +518,84 @@ def _masked_like(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isfinite(like), values, -torch.inf)
 
 
+@dataclass(frozen=True)
+class _Probe:
+    """A student's bias for one call that is not the reference, and what it is compared with."""
+
+    student: _Bias
+    n: int
+    q_len: int
+    k_len: int
+    causal: bool
+    reference: torch.Tensor
+    causal_reference: torch.Tensor
+
+
+def _transposed(p: _Probe) -> dict[str, object] | None:
+    square = p.q_len == p.k_len
+    return _if(square and p.student.matches(p.causal_reference.transpose(-1, -2)), {})
+
+
+def _query_offset(p: _Probe) -> dict[str, object] | None:
+    if p.q_len >= p.k_len:
+        return None
+    from_zero = alibi_bias(p.n, p.k_len, p.k_len, causal=p.causal, dtype=torch.float64)
+    return _if(
+        p.student.matches(from_zero[:, : p.q_len]),
+        {
+            "q_len": p.q_len,
+            "k_len": p.k_len,
+            "found": _span(0, p.q_len),
+            "wanted": _span(p.k_len - p.q_len, p.q_len),
+        },
+    )
+
+
+def _other_slopes(p: _Probe) -> dict[str, object] | None:
+    slopes = _fitted_slopes(p.student, p.reference, p.n)
+    if slopes is None:
+        return None
+    wanted = alibi_slopes(p.n)
+    scaled = _masked_like(p.reference / wanted[:, None, None] * slopes[:, None, None], p.reference)
+    if not p.student.matches(scaled):
+        return None
+    wrong = (slopes - wanted).abs() > 8.0 * p.student.eps * wanted
+    head = int(wrong.nonzero()[0]) if bool(wrong.any()) else 0  # the first wrong one
+    return {
+        "head": head + 1,
+        "found": f"{float(slopes[head]):.6g}",
+        "wanted": f"{float(wanted[head]):.6g}",
+        "n": p.n,
+    }
+
+
+def _no_mask(p: _Probe) -> dict[str, object] | None:
+    finite = torch.isfinite(p.causal_reference)
+    future = p.student.visible & ~finite
+    if not p.causal or not bool(future.any()) or not p.student.rows_agree(p.reference, finite):
+        return None
+    h, i, j = (int(v) for v in future.nonzero()[0])
+    return {"value": f"{float(p.student.values[h, i, j]):.4g}", "head": h, "query": i, "key": j}
+
+
+def _masks_self(p: _Probe) -> dict[str, object] | None:
+    own = torch.zeros_like(p.reference, dtype=torch.bool)
+    own[:, torch.arange(p.q_len), torch.arange(p.k_len - p.q_len, p.k_len)] = True
+    return _if(p.student.matches(torch.where(own, -torch.inf, p.reference)), {})
+
+
+#: What a wrong bias is compared with, in order; ``"wrong_values"`` (the first entry) if none.
+_BIAS_DIAGNOSES: tuple[Diagnosis[_Probe], ...] = (
+    Diagnosis(_TRANSPOSED, _transposed),
+    Diagnosis(_SIGN, lambda p: _if(p.student.matches(_masked_like(-p.reference, p.reference)), {})),
+    Diagnosis(_QUERY_OFFSET, _query_offset),
+    Diagnosis(_SLOPES, _other_slopes),
+    Diagnosis(_NO_MASK, _no_mask),
+    Diagnosis(_MASKED, lambda p: _if(not p.causal and p.student.matches(p.causal_reference), {})),
+    Diagnosis(_MASKS_SELF, _masks_self),
+)
+
+
 def _check_bias(
     values: torch.Tensor, eps: float, n: int, q_len: int, k_len: int, causal: bool, where: str
 ) -> None:
@@ -475,51 +609,10 @@ def _check_bias(
     if student.matches(reference):
         return
     causal_reference = alibi_bias(n, q_len, k_len, causal=True, dtype=torch.float64)
-    if q_len == k_len and student.matches(causal_reference.transpose(-1, -2)):
-        raise _TRANSPOSED.fail(where)
-    if student.matches(_masked_like(-reference, reference)):
-        raise _SIGN.fail(where)
-    if q_len < k_len:
-        from_zero = alibi_bias(n, k_len, k_len, causal=causal, dtype=torch.float64)[:, :q_len]
-        if student.matches(from_zero):
-            raise _QUERY_OFFSET.fail(
-                where,
-                q_len=q_len,
-                k_len=k_len,
-                found=_span(0, q_len),
-                wanted=_span(k_len - q_len, q_len),
-            )
-    slopes = _fitted_slopes(student, reference, n)
-    if slopes is not None:
-        scaled = _masked_like(
-            reference / alibi_slopes(n)[:, None, None] * slopes[:, None, None], reference
-        )
-        if student.matches(scaled):
-            wanted = alibi_slopes(n)
-            wrong = (slopes - wanted).abs() > 8.0 * student.eps * wanted
-            head = int(wrong.nonzero()[0]) if bool(wrong.any()) else 0  # the first wrong one
-            raise _SLOPES.fail(
-                where,
-                head=head + 1,
-                found=f"{float(slopes[head]):.6g}",
-                wanted=f"{float(wanted[head]):.6g}",
-                n=n,
-            )
-    finite = torch.isfinite(causal_reference)
-    if causal:
-        future = student.visible & ~finite
-        if bool(future.any()) and student.rows_agree(reference, finite):
-            h, i, j = (int(v) for v in future.nonzero()[0])
-            raise _NO_MASK.fail(
-                where, value=f"{float(values[h, i, j]):.4g}", head=h, query=i, key=j
-            )
-    elif student.matches(causal_reference):
-        raise _MASKED.fail(where)
-    own = torch.zeros_like(finite)
-    own[:, torch.arange(q_len), torch.arange(k_len - q_len, k_len)] = True
-    if student.matches(torch.where(own, -torch.inf, reference)):
-        raise _MASKS_SELF.fail(where)
-    raise _first_difference(student, reference, q_len, k_len, where)
+    probe = _Probe(student, n, q_len, k_len, causal, reference, causal_reference)
+    raise diagnose(_BIAS_DIAGNOSES, probe, where) or _first_difference(
+        student, reference, q_len, k_len, where
+    )
 
 
 def _fitted_slopes(student: _Bias, reference: torch.Tensor, n: int) -> torch.Tensor | None:

@@ -13,7 +13,7 @@ import inspect
 import math
 import numbers
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -31,11 +31,13 @@ from ._core import (
     Case,
     Catalogue,
     CheckFailed,
+    Diagnosis,
     Mistake,
     Note,
     angle_ulps,
     call_student,
     check_seed,
+    diagnose,
     draw_cases,
     dtype_name,
     reference,
@@ -579,6 +581,66 @@ def _kind(tensor: torch.Tensor) -> str:
     return str(_PARAMETER) if isinstance(tensor, nn.Parameter) else str(_BUFFER)
 
 
+@dataclass(frozen=True)
+class _Sum:
+    """What ``module(x)`` gave in eval mode when it is not ``x + PE``, and how to compare."""
+
+    probe: _Probe
+    x: torch.Tensor
+    x64: torch.Tensor
+    out64: torch.Tensor
+    #: ``module(zeros)``: the table the module adds, if it adds one
+    out0: torch.Tensor
+    table: torch.Tensor
+    by_batch: torch.Tensor
+    allowed: torch.Tensor
+
+    def close(self, a: torch.Tensor, b: torch.Tensor) -> bool:
+        return bool(((a - b).abs() <= self.allowed).all())
+
+    def adds_a_table(self) -> bool:
+        """``module(x) - x`` does not depend on ``x``."""
+        return self.close(self.out64 - self.x64, self.out0)
+
+
+def _scaled(e: _Sum) -> dict[str, object] | None:
+    """``scale * x + PE``."""
+    if not e.close(e.out0, e.table.expand_as(e.x64)):
+        return None
+    dx = e.out64 - e.out0
+    scale = float((dx * e.x64).sum() / (e.x64 * e.x64).sum())
+    if not e.close(dx, scale * e.x64):
+        return None
+    root = math.sqrt(e.probe.d_model)
+    note = _SQRT_NOTE.render(root=f"{root:.4g}") if abs(scale - root) < 1e-3 * root else ""
+    return {"scale": f"{scale:.4g}", "note": note}
+
+
+def _when(condition: bool) -> dict[str, object] | None:
+    return {} if condition else None
+
+
+#: What an eval-mode output that is not ``x + PE`` is compared with, in order; then the table
+#: it adds is checked (``"wrong_table"``).
+_SUM_DIAGNOSES: tuple[Diagnosis[_Sum], ...] = (
+    Diagnosis(_TABLE_NOT_ADDED, lambda e: _when(e.close(e.out64, e.x64))),
+    Diagnosis(_ONLY_TABLE, lambda e: _when(e.close(e.out64, e.table.expand_as(e.x64)))),
+    Diagnosis(_MULTIPLIED, lambda e: _when(e.close(e.out64, e.x64 * e.table))),
+    Diagnosis(_SCALED, _scaled),
+    Diagnosis(_NORMALISED, lambda e: None if e.adds_a_table() else e.probe.normalised_by(e.x, e)),
+    Diagnosis(_DEPENDS_ON_X, lambda e: _when(not e.adds_a_table())),
+    Diagnosis(
+        _POSITION_AXIS,
+        lambda e: _when(e.close(e.out0, e.by_batch[:, None, :].expand_as(e.x64))),
+    ),
+    Diagnosis(
+        _ONE_POSITION,
+        lambda e: _when(e.x.shape[1] > 1 and e.close(e.out0, e.table[:1].expand_as(e.x64))),
+    ),
+    Diagnosis(_PER_ITEM, lambda e: _when(not e.close(e.out0[0], e.out0[-1]))),
+)
+
+
 class _Probe:
     """The checks of one module, in order; :meth:`run` returns the notes."""
 
@@ -748,63 +810,33 @@ class _Probe:
         table, angles = self.reference(seq_len)
         x64, out64 = x.double().cpu(), out.double().cpu()
         allowed = _allowed(x64, angles, self.base)
-
-        def close(a: torch.Tensor, b: torch.Tensor) -> bool:
-            return bool(((a - b).abs() <= allowed).all())
-
-        if close(out64, x64 + table):
+        if bool(((out64 - (x64 + table)).abs() <= allowed).all()):
             return
         out0 = self.call(torch.zeros_like(x), str(_EVAL)).double().cpu()
-        if close(out64, x64):
-            raise _TABLE_NOT_ADDED.fail(context)
-        if close(out64, table.expand_as(x64)):
-            raise _ONLY_TABLE.fail(context)
-        if close(out64, x64 * table):
-            raise _MULTIPLIED.fail(context)
-        if close(out0, table.expand_as(x64)):
-            dx = out64 - out0
-            scale = float((dx * x64).sum() / (x64 * x64).sum())
-            if close(dx, scale * x64):
-                root = math.sqrt(self.d_model)
-                note = ""
-                if abs(scale - root) < 1e-3 * root:
-                    note = _SQRT_NOTE.render(root=f"{root:.4g}")
-                raise _SCALED.fail(context, scale=f"{scale:.4g}", note=note)
-        if not close(out64 - x64, out0):
-            self.check_normalised(x, out64, table, close, context)
-            raise _DEPENDS_ON_X.fail(context)
         by_batch, _ = self.reference(x.shape[0])
-        if close(out0, by_batch[:, None, :].expand_as(x64)):
-            raise _POSITION_AXIS.fail(context)
-        if seq_len > 1 and close(out0, table[:1].expand_as(x64)):
-            raise _ONE_POSITION.fail(context)
-        if not close(out0[0], out0[-1]):
-            raise _PER_ITEM.fail(context)
+        evidence = _Sum(self, x, x64, out64, out0, table, by_batch, allowed)
+        failure = diagnose(_SUM_DIAGNOSES, evidence, context)
+        if failure is not None:
+            raise failure
         try:
             check_sinusoidal_table(out0[0].float(), base=self.base)
         except CheckFailed as inner:
             raise _WRONG_TABLE.fail(context, inner=inner.mistake, message=inner.message) from inner
         raise _NEARLY.fail(context)
 
-    def check_normalised(
-        self,
-        x: torch.Tensor,
-        out64: torch.Tensor,
-        table: torch.Tensor,
-        close: Callable[[torch.Tensor, torch.Tensor], bool],
-        context: str = "",
-    ) -> None:
-        """Raise ``"normalised"`` when ``module(x)`` is one of its normalisation submodules
-        applied to ``x + PE`` (run as the module holds it, weights and all)."""
-        total = (x.double().cpu() + table).to(dtype=x.dtype, device=x.device)
+    def normalised_by(self, x: torch.Tensor, e: _Sum) -> dict[str, object] | None:
+        """The normalisation submodule that ``module(x)`` applies to ``x + PE``, if one does
+        (run as the module holds it, weights and all)."""
+        total = (x.double().cpu() + e.table).to(dtype=x.dtype, device=x.device)
         for name, sub in self.module.named_modules():
             if not isinstance(sub, _NORMALISATIONS):
                 continue
             with torch.no_grad():
                 normalised = sub(total.clone())
-            if normalised.shape == out64.shape and close(out64, normalised.double().cpu()):
+            if normalised.shape == e.out64.shape and e.close(e.out64, normalised.double().cpu()):
                 cls = type(sub).__name__
-                raise _NORMALISED.fail(context, norm=cls, name=name, cls=cls)
+                return {"norm": cls, "name": name, "cls": cls}
+        return None
 
     def check_length(self, seq_len: int, mistakes: _LengthMistakes) -> None:
         """``module(zeros)`` of ``seq_len`` positions must be the table (see steps 6 and 8)."""

@@ -276,6 +276,23 @@ def test_continuing_from_the_cache_adds_rope_deltas_and_leaves_the_full_pass(
     assert [c - f for c, f in zip(cached, full, strict=True)] == [5] * len(cached)
 
 
+def test_a_forward_pass_given_a_cache_adds_rope_deltas(
+    generating: tuple[object, list[torch.Tensor]],
+) -> None:
+    model, seen = generating
+    inputs = _video_inputs()
+    del inputs["attention_mask"]
+    cache = transformers.DynamicCache(config=model.config)  # type: ignore[attr-defined]
+    seen.clear()
+    first = model(**inputs, past_key_values=cache, use_cache=True)  # type: ignore[operator]
+    token = first.logits[:, -1:].argmax(-1)
+    model(input_ids=token, past_key_values=cache, use_cache=True)  # type: ignore[operator]
+    decoded = int(seen[1][0, 0, -1])
+    full = _full_pass(model, torch.cat([inputs["input_ids"], token], dim=1))[-1]
+    # the full pass continues from the last prompt token, 4; rope_deltas from the video's 9
+    assert (full, decoded) == (5, 10)
+
+
 def test_a_forward_pass_of_another_batch_size_reuses_the_earlier_calls_deltas(
     generating: tuple[object, list[torch.Tensor]],
 ) -> None:

@@ -36,7 +36,7 @@ from ._validation import (
     naming_allocation,
 )
 
-__all__ = ["grid_positions", "mrope_positions", "resize_position_table"]
+__all__ = ["MROPE_MODEL_TYPES", "grid_positions", "mrope_positions", "resize_position_table"]
 
 
 def grid_positions(rows: int, columns: int, *, start: int = 0, merge: int = 1) -> torch.Tensor:
@@ -304,7 +304,7 @@ def mrope_positions(
         video_grids: ``(t, rows, columns)`` of each video, as ``image_grids`` (the processor's
             ``video_grid_thw``); ``t`` counts the time steps.
         model_type: ``"qwen2_vl"``, ``"qwen2_5_vl"`` or ``"qwen3_vl"`` (the config's
-            ``model_type``).
+            ``model_type``; :data:`MROPE_MODEL_TYPES`).
         second_per_grid_ts: Qwen2.5-VL only: the seconds one time step of each video covers (the
             processor's ``temporal_patch_size / fps``), a sequence of positive numbers or a 1-D
             tensor, one per video; default 1 second each, as ``get_rope_index`` assumes.

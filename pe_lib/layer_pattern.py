@@ -5,21 +5,26 @@ alternate *sliding-window* layers, whose queries see only the last few thousand 
 *global* layers that see them all; Gemma 3 gives the two kinds different rotary bases, Command
 R7B gives its global layers no positions at all; Llama 4 leaves every fourth layer without RoPE and
 confines the others to chunks of the sequence; gpt-oss alternates windows of 128 keys with
-global layers. :func:`layer_pattern` reads this from a model's configuration, one
-:class:`LayerPositions` per layer.
+global layers; Mistral and Phi-3 give every layer the same window. :func:`layer_pattern` reads
+this from a model's configuration, one :class:`LayerPositions` per layer.
 
-Reference. The rule of each model is the one transformers 5.23 runs, in its configuration class
-(``configuration_<model>.py``, where a missing ``layer_types`` is filled in) and its attention
-module (``modeling_<model>.py``, which decides whether a layer rotates and which mask it gets).
+Reference. The rule of each model is the one transformers 5.23 runs: its configuration class
+fills in and rewrites the config (:func:`pe_lib.config_reader.read_config`), and its modeling
+code (``modeling_<model>.py``) decides whether a layer rotates, how its channels are paired,
+and which mask it gets from ``masking_utils.py``: causal, ``sliding_window_overlay`` (key ``j``
+visible from query ``i`` when ``i - w < j <= i``), ``chunked_overlay`` (``j <= i`` in the same
+chunk), or, for Gemma 3's and Gemma 4's ``use_bidirectional_attention``, every key of a full
+layer and the keys within a distance on either side in a sliding one (Gemma 3:
+``|i - j| < w // 2 + 1``; Gemma 4, ``"all"``: ``|i - j| <= w // 2 + 1``).
 ``tests/lib/test_todays_models.py`` runs tiny models of transformers with pe_lib deciding each
-layer's positions, and compares the logits.
+layer's positions and compares the logits; ``tests/lib/test_layer_pattern_defaults.py``
+compares each layer's mask, rotation and entry with a tiny model built from random configs.
 
 Contract. A rule is one entry of :data:`LAYER_PATTERNS`, keyed by the configuration's
-``model_type``: ``rule(config) -> list[LayerPositions]``, given a model's configuration as a
-mapping: transformers 5's ``config.to_dict()``, or a published ``config.json`` (whose
-``rope_theta`` and ``rope_scaling`` at the top level are read as transformers reads them into
-``rope_parameters``). Model types without an entry rotate every layer with one entry and full
-causal attention (Llama, Qwen, Mistral, Phi-3, OLMo 2, SmolLM2, DeepSeek-V3).
+``model_type``: ``rule(config) -> list[LayerPositions]``, given the
+:class:`~pe_lib.config_reader.ModelConfig` that :func:`~pe_lib.config_reader.read_config` makes
+of a model's configuration (a published ``config.json``, or transformers 5's ``config.to_dict()``).
+A model type without a rule is refused, never read as some other model.
 """
 
 from __future__ import annotations
@@ -28,13 +33,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._validation import check_choice, check_instance, check_positive_int
+from ._validation import (
+    check_base,
+    check_bool,
+    check_choice,
+    check_nonnegative_int,
+    check_positive_int,
+    check_real,
+)
+from .config_reader import ModelConfig, read_config
 
-__all__ = ["ATTENTION_KINDS", "LAYER_PATTERNS", "LayerPositions", "layer_pattern"]
+__all__ = ["ATTENTION_KINDS", "LAYER_PATTERNS", "LAYOUTS", "LayerPositions", "layer_pattern"]
 
-#: The keys a layer's query sees, by kind (all earlier keys, the last ``window`` ones, or those
-#: in the query's own chunk of ``window`` positions).
+#: The keys a layer's query sees, by kind (all keys, those within ``window`` of it, or those in
+#: its own chunk of ``window`` positions); causal layers see none after the query.
 ATTENTION_KINDS = ("full", "sliding", "chunked")
+
+#: How a model pairs the channels it rotates: channel ``i`` with ``i + d/2`` (``"half"``,
+#: transformers' ``rotate_half``) or with its neighbour (``"interleaved"``: Llama 4's complex
+#: product, Cohere's ``rotate_half``, DeepSeek-V3's ``rope_interleave``), as
+#: :func:`pe_lib.rope.apply_rope` takes them.
+LAYOUTS = ("half", "interleaved")
 
 
 @dataclass(frozen=True)
@@ -42,18 +61,56 @@ class LayerPositions:
     """The positional part of one attention layer.
 
     Attributes:
-        attention: ``"full"`` (every earlier key), ``"sliding"`` (key ``j`` visible from query
-            ``i`` when ``i - window < j <= i``, as transformers' ``sliding_window_overlay``) or
-            ``"chunked"`` (``j <= i`` in the same chunk, ``j // window == i // window``, as its
-            ``chunked_overlay``).
-        window: the window or chunk size; ``None`` for ``"full"``.
+        attention: ``"full"`` (every key), ``"sliding"`` (key ``j`` visible from query ``i``
+            when ``|i - j| < window``) or ``"chunked"`` (``j`` in the same chunk,
+            ``j // window == i // window``, as transformers' ``chunked_overlay``).
+        window: the window or chunk size, a positive int; ``None`` for ``"full"``. For a causal
+            sliding layer it is transformers' ``sliding_window`` (``i - window < j <= i``, as
+            its ``sliding_window_overlay``); for a bidirectional one, the distance bound.
         rope: the layer's rotary entry, as :func:`pe_lib.rope_scaling.resolve_scaling` takes it
             (``rope_theta`` inside), or ``None`` for a layer without positions (NoPE).
+        causal: whether a query sees no key after it (``False``: Gemma 3's and Gemma 4's
+            bidirectional attention).
+        layout: how the rotated channels are paired, one of :data:`LAYOUTS`.
+
+    Raises:
+        TypeError, ValueError: an unknown kind or layout, a window that is not a positive int
+            (or not ``None`` for ``"full"``), a rotary entry that is not a mapping, or a
+            bidirectional chunked layer (no model has one).
     """
 
     attention: str
     window: int | None
     rope: Mapping[str, Any] | None
+    causal: bool = True
+    layout: str = "half"
+
+    def __post_init__(self) -> None:
+        check_choice("attention", self.attention, ATTENTION_KINDS)
+        if self.attention == "full":
+            if self.window is not None:
+                raise ValueError(
+                    f"window must be None for attention 'full' (every key is seen), got "
+                    f"{self.window!r}"
+                )
+        elif self.window is None:
+            raise ValueError(
+                f"window must be a positive int for attention {self.attention!r} (the keys "
+                f"seen), got None"
+            )
+        else:
+            check_positive_int("window", self.window)
+        if self.rope is not None and not isinstance(self.rope, Mapping):
+            raise TypeError(
+                f"rope must be a rotary entry (a mapping) or None (no positions), got "
+                f"{type(self.rope).__name__}"
+            )
+        check_bool("causal", self.causal)
+        if self.attention == "chunked" and not self.causal:
+            raise ValueError(
+                "attention 'chunked' must be causal (no model has bidirectional chunks)"
+            )
+        check_choice("layout", self.layout, LAYOUTS)
 
     @property
     def rotates(self) -> bool:
@@ -61,16 +118,24 @@ class LayerPositions:
         return self.rope is not None
 
     def visible(self, query: int, key: int) -> bool:
-        """Whether the key at index ``key`` is visible from the query at index ``query``."""
-        if key > query or self.window is None:  # causal; "full" has no window
-            return key <= query
+        """Whether the key at index ``key`` is visible from the query at index ``query``.
+
+        Raises:
+            TypeError, ValueError: an index that is not a non-negative int.
+        """
+        query = check_nonnegative_int("query", query)
+        key = check_nonnegative_int("key", key)
+        if self.causal and key > query:
+            return False
+        if self.window is None:  # "full"
+            return True
         if self.attention == "sliding":
-            return key > query - self.window
+            return abs(query - key) < self.window
         return key // self.window == query // self.window  # "chunked"
 
 
 #: ``rule(config) -> list[LayerPositions]``, one per layer.
-LayerPatternRule = Callable[[Mapping[str, Any]], list[LayerPositions]]
+LayerPatternRule = Callable[[ModelConfig], list[LayerPositions]]
 
 _KIND_OF_TYPE = {
     "full_attention": "full",
@@ -79,192 +144,247 @@ _KIND_OF_TYPE = {
 }
 
 
-def _get(config: Mapping[str, Any], key: str, model: str) -> Any:
-    if config.get(key) is None:
-        raise ValueError(
-            f"config must hold {key!r} for model_type {model!r} (read from its config.json or "
-            f"transformers' config.to_dict()); got keys {sorted(map(str, config))[:12]}..."
-        )
-    return config[key]
+def _count(config: ModelConfig) -> int:
+    return check_positive_int("config['num_hidden_layers']", config.get("num_hidden_layers"))
 
 
-def _layers(config: Mapping[str, Any], model: str) -> int:
-    return check_positive_int(
-        "config['num_hidden_layers']", _get(config, "num_hidden_layers", model)
-    )
-
-
-def _rope_parameters(config: Mapping[str, Any], model: str) -> Mapping[str, Any]:
-    """transformers 5's ``rope_parameters``, or a ``config.json``'s ``rope_theta`` and
-    ``rope_scaling`` joined as transformers joins them."""
-    if config.get("rope_parameters") is not None:
-        return check_instance("config['rope_parameters']", config["rope_parameters"], Mapping)  # type: ignore[type-abstract]
-    entry: dict[str, Any] = dict(config.get("rope_scaling") or {"rope_type": "default"})
-    entry["rope_theta"] = _get(config, "rope_theta", model)
-    if config.get("partial_rotary_factor") is not None:
-        entry["partial_rotary_factor"] = config["partial_rotary_factor"]
-    return entry
-
-
-def _layer_types(config: Mapping[str, Any], model: str, every: int) -> list[str]:
-    """``config["layer_types"]``, or transformers' default for the model: sliding layers, with
-    every ``every``-th one (``sliding_window_pattern`` where the config gives it) global."""
-    count = _layers(config, model)
-    types = config.get("layer_types")
-    if types is None:
-        every = check_positive_int(
-            "config['sliding_window_pattern']", config.get("sliding_window_pattern", every)
-        )
-        return [
-            "full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(count)
-        ]
-    if isinstance(types, (str, bytes)) or not isinstance(types, Sequence):
-        raise TypeError(
-            f"config['layer_types'] must be a list of layer types, got {type(types).__name__}"
-        )
-    if len(types) != count:
-        raise ValueError(
-            f"config['layer_types'] must name one type per layer (num_hidden_layers={count}), "
-            f"got {len(types)} entries"
-        )
-    for i, kind in enumerate(types):
-        check_choice(f"config['layer_types'][{i}]", kind, tuple(_KIND_OF_TYPE))
-    return list(types)
-
-
-def _window(config: Mapping[str, Any], key: str, model: str) -> int:
-    return check_positive_int(f"config[{key!r}]", _get(config, key, model))
-
-
-def _entry_for(rope: Mapping[str, Any], layer_type: str) -> Mapping[str, Any] | None:
-    """The layer type's entry when ``rope`` holds one per layer type, else ``rope`` itself."""
-    per_layer = "rope_type" not in rope and "type" not in rope
-    if not per_layer:
-        return rope
-    if layer_type not in rope:
-        raise ValueError(
-            f"config['rope_parameters'] holds one entry per layer type "
-            f"({', '.join(map(repr, rope))}) but none for {layer_type!r}"
-        )
-    entry: Mapping[str, Any] | None = rope[layer_type]
-    return entry
-
-
-def _by_layer_types(model: str, every: int, rotate_full: bool = True) -> LayerPatternRule:
-    """Sliding and full layers as ``layer_types`` names them, each with its own rotary entry;
-    ``rotate_full=False``: the full layers have no positions (Cohere 2)."""
-
-    def rule(config: Mapping[str, Any]) -> list[LayerPositions]:
-        rope = _rope_parameters(config, model)
-        layers = []
-        for kind in _layer_types(config, model, every):
-            attention = _KIND_OF_TYPE[kind]
-            window = _window(config, "sliding_window", model) if attention == "sliding" else None
-            rotates = rotate_full or attention != "full"
-            layers.append(
-                LayerPositions(attention, window, _entry_for(rope, kind) if rotates else None)
-            )
-        return layers
-
-    return rule
-
-
-def _gemma3(config: Mapping[str, Any]) -> list[LayerPositions]:
-    """Gemma 3: per-layer ``rope_parameters``; a ``config.json`` keeps the sliding layers' base
-    as ``rope_local_base_freq`` and its ``rope_scaling`` for the global layers only."""
-    if config.get("rope_parameters") is None and config.get("rope_local_base_freq") is not None:
-        local = {"rope_type": "default", "rope_theta": config["rope_local_base_freq"]}
-        full = _rope_parameters(config, "gemma3_text")
-        config = {
-            **config,
-            "rope_parameters": {"full_attention": full, "sliding_attention": local},
-        }
-    return _by_layer_types("gemma3_text", 6)(config)
-
-
-def _llama4(config: Mapping[str, Any]) -> list[LayerPositions]:
-    """Llama 4: ``no_rope_layers[i]`` is 1 where layer ``i`` *uses* RoPE (an empty or missing
-    list: every ``no_rope_layer_interval``-th layer, by default the fourth, has none), and the
-    RoPE layers attend within chunks of ``attention_chunk_size`` (``layer_types``
-    ``"chunked_attention"``); the NoPE layers attend to everything."""
-    model = "llama4_text"
-    count = _layers(config, model)
-    flags = config.get("no_rope_layers") or None
-    if flags is None:
-        interval = check_positive_int(
-            "config['no_rope_layer_interval']", config.get("no_rope_layer_interval", 4)
-        )
-        flags = [int((i + 1) % interval != 0) for i in range(count)]
-    if isinstance(flags, (str, bytes)) or not isinstance(flags, Sequence) or len(flags) != count:
-        raise ValueError(
-            f"config['no_rope_layers'] must hold one 0 or 1 per layer (num_hidden_layers="
-            f"{count}; 1 means the layer uses RoPE), got {flags!r}"
-        )
-    if any(flag not in (0, 1) or isinstance(flag, float) for flag in flags):
-        raise ValueError(
-            f"config['no_rope_layers'] must hold only 0 and 1 (1: the layer uses RoPE), "
-            f"got {flags!r}"
-        )
-    types = config.get("layer_types") or [
-        "chunked_attention" if flag else "full_attention" for flag in flags
-    ]
-    rope = _rope_parameters(config, model)
-    layers = []
+def _layer_types(config: ModelConfig, allowed: tuple[str, ...], also: str = "") -> list[str]:
+    """``layer_types``, each one of ``allowed``; ``also``: the keys transformers derives it from."""
+    why = f"(or {also}, from which transformers derives it)" if also else ""
+    types = config.get("layer_types", why)
+    count = _count(config)
     if isinstance(types, (str, bytes)) or not isinstance(types, Sequence) or len(types) != count:
         raise ValueError(
             f"config['layer_types'] must name one type per layer (num_hidden_layers={count}), "
             f"got {types!r}"
         )
-    for i, (flag, kind) in enumerate(zip(flags, types, strict=True)):
-        name = f"config['layer_types'][{i}]"
-        attention = _KIND_OF_TYPE[check_choice(name, kind, tuple(_KIND_OF_TYPE))]
-        chunk = _window(config, "attention_chunk_size", model) if attention == "chunked" else None
-        layers.append(LayerPositions(attention, chunk, rope if flag else None))
-    return layers
+    for i, kind in enumerate(types):
+        check_choice(f"config['layer_types'][{i}]", kind, allowed)
+    return list(types)
 
 
-#: Every model type whose layers differ, with its rule; a new pattern is one entry here.
+def _window(config: ModelConfig, key: str, kind: str) -> int:
+    value = config.get(key, f"for its {kind} layers")
+    if value is None:
+        raise ValueError(
+            f"config[{key!r}] is None but layer_types names {kind} layers, whose mask needs it "
+            f"(transformers 5.23 raises when it builds that mask)"
+        )
+    return check_positive_int(f"config[{key!r}]", value)
+
+
+def _checked(config: ModelConfig, entry: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    """``entry`` with a known ``rope_type``, a ``rope_theta`` > 1 and a share of rotated channels
+    in (0, 1]; the method's own keys are checked where its frequencies are computed
+    (:func:`pe_lib.rope_scaling.resolve_scaling`)."""
+    from .rope_scaling import ROPE_SCALINGS
+
+    name = f"config's rotary entry{where}"
+    kind = entry.get("rope_type", entry.get("type"))
+    check_choice(f"{name}['rope_type']", kind, (*ROPE_SCALINGS, "su"))
+    check_base(f"{name}['rope_theta']", entry.get("rope_theta"))
+    share = entry.get("partial_rotary_factor")
+    if share is not None and not 0.0 < check_real(f"{name}['partial_rotary_factor']", share) <= 1:
+        raise ValueError(
+            f"{name}['partial_rotary_factor'] must be in (0, 1] (the share of channels rotated), "
+            f"got {share!r}"
+        )
+    return entry
+
+
+def _one_entry(config: ModelConfig) -> Mapping[str, Any]:
+    """The one rotary entry of a model type whose rotary module reads one."""
+    rope = config.rope_parameters()
+    if "rope_type" not in rope:
+        raise ValueError(
+            f"config['rope_parameters'] holds one entry per layer type ({', '.join(map(repr, rope))}), "
+            f"but model_type {config.model_type!r} reads one rotary entry for every layer"
+        )
+    return _checked(config, rope, "")
+
+
+def _entry_of(config: ModelConfig, layer_type: str) -> Mapping[str, Any]:
+    """The entry of ``layer_type`` for a model type with one entry per layer type (Gemma 3, 4)."""
+    rope = config.rope_parameters()
+    entry = rope.get(layer_type) if "rope_type" not in rope else None
+    if not isinstance(entry, Mapping):
+        raise ValueError(
+            f"config['rope_parameters'] must hold an entry for {layer_type!r} (model_type "
+            f"{config.model_type!r} has one per layer type), got {dict(rope)!r}"
+        )
+    return _checked(config, entry, f" for {layer_type!r}")
+
+
+def _full(layout: str = "half") -> LayerPatternRule:
+    """Every layer full, causal and rotated with the one entry (Llama, OLMo 2, Phi-2)."""
+
+    def rule(config: ModelConfig) -> list[LayerPositions]:
+        rope = _one_entry(config)
+        return [LayerPositions("full", None, rope, layout=layout) for _ in range(_count(config))]
+
+    return rule
+
+
+def _deepseek_v3(config: ModelConfig) -> list[LayerPositions]:
+    """DeepSeek-V3: full layers; ``rope_interleave`` pairs neighbours (its weights' layout)."""
+    interleave = check_bool(
+        "config['rope_interleave']", config.get("rope_interleave", "for its rotary layout")
+    )
+    return _full("interleaved" if interleave else "half")(config)
+
+
+def _one_window(config: ModelConfig) -> list[LayerPositions]:
+    """Mistral and Phi-3: every layer slides over ``sliding_window`` keys, or none does."""
+    window = config.get("sliding_window", "(null: no window)")
+    rope = _one_entry(config)
+    count = _count(config)
+    if window is None:
+        return [LayerPositions("full", None, rope) for _ in range(count)]
+    window = check_positive_int("config['sliding_window']", window)
+    return [LayerPositions("sliding", window, rope) for _ in range(count)]
+
+
+def _by_layer_types(
+    also: str = "",
+    *,
+    rotate_full: bool = True,
+    layout: str = "half",
+    per_layer_type: bool = False,
+    bidirectional: Callable[[ModelConfig], int | None] | None = None,
+) -> LayerPatternRule:
+    """Sliding and full layers as ``layer_types`` names them. ``rotate_full=False``: the full
+    layers have no positions (Cohere 2); ``per_layer_type``: one rotary entry per layer type
+    (Gemma 3, 4); ``bidirectional(config)``: ``None`` for causal attention, else the sliding
+    layers' distance bound."""
+
+    def rule(config: ModelConfig) -> list[LayerPositions]:
+        types = _layer_types(config, ("full_attention", "sliding_attention"), also)
+        bound = None if bidirectional is None else bidirectional(config)
+        layers = []
+        for kind in types:
+            attention = _KIND_OF_TYPE[kind]
+            window = (
+                _window(config, "sliding_window", "sliding") if attention == "sliding" else None
+            )
+            if window is not None and bound is not None:
+                window = bound
+            rope: Mapping[str, Any] | None = None
+            if rotate_full or attention != "full":
+                rope = _entry_of(config, kind) if per_layer_type else _one_entry(config)
+            layers.append(LayerPositions(attention, window, rope, bound is None, layout))
+        return layers
+
+    return rule
+
+
+def _gemma2_causal(config: ModelConfig) -> int | None:
+    if config.get("use_bidirectional_attention"):
+        raise ValueError(
+            "config['use_bidirectional_attention'] is true, which transformers 5.23's Gemma 2 "
+            "reads in part: its eager attention gets causal masks, while other attention "
+            "implementations are told not to be causal; pe_lib cannot say which keys a layer "
+            "sees, and refuses"
+        )
+    return None
+
+
+def _gemma3_bound(config: ModelConfig) -> int | None:
+    """Gemma 3: ``|i - j| < sliding_window // 2 + 1`` on the sliding layers."""
+    if not config.get("use_bidirectional_attention"):
+        return None
+    return int(_window(config, "sliding_window", "sliding")) // 2 + 1
+
+
+def _gemma4_bound(config: ModelConfig) -> int | None:
+    """Gemma 4, ``"all"``: ``|i - j| <= sliding_window // 2 + 1`` on the sliding layers
+    (``"vision"`` changes only images' tokens)."""
+    if config.get("use_bidirectional_attention") != "all":
+        return None
+    return int(_window(config, "sliding_window", "sliding")) // 2 + 2
+
+
+def _rope_flags(config: ModelConfig, also: str) -> list[int]:
+    flags = config.get("no_rope_layers", f"(or {also}, from which transformers derives it)")
+    count = _count(config)
+    if isinstance(flags, (str, bytes)) or not isinstance(flags, Sequence) or len(flags) != count:
+        raise ValueError(
+            f"config['no_rope_layers'] must hold one 0 or 1 per layer (num_hidden_layers="
+            f"{count}; 1 means the layer uses RoPE), got {flags!r}"
+        )
+    return list(flags)
+
+
+def _with_rope_flags(allowed: tuple[str, ...], window_key: str, layout: str) -> LayerPatternRule:
+    """Llama 4 and SmolLM3: ``no_rope_layers[i]`` is 1 where layer ``i`` *uses* RoPE; the layers'
+    masks as ``layer_types`` names them (Llama 4: the RoPE layers attend within chunks of
+    ``attention_chunk_size``; SmolLM3: sliding NoPE layers where ``use_sliding_window``)."""
+
+    def rule(config: ModelConfig) -> list[LayerPositions]:
+        flags = _rope_flags(config, "no_rope_layer_interval")
+        types = _layer_types(config, allowed, "no_rope_layers")
+        layers = []
+        rope = _one_entry(config) if any(flags) else None
+        for flag, kind in zip(flags, types, strict=True):
+            attention = _KIND_OF_TYPE[kind]
+            window = None if attention == "full" else _window(config, window_key, attention)
+            layers.append(LayerPositions(attention, window, rope if flag else None, layout=layout))
+        return layers
+
+    return rule
+
+
+_PATTERN = "sliding_window_pattern"
+
+#: Every model type pe_lib reads, with its rule; a new model type is one entry here and one in
+#: :data:`pe_lib.config_reader.CLASS_READINGS`.
 LAYER_PATTERNS: dict[str, LayerPatternRule] = {
-    "gemma2": _by_layer_types("gemma2", 2),
-    "gemma3_text": _gemma3,
-    "gemma3": _gemma3,
-    "gemma4_text": _by_layer_types("gemma4_text", 6),
-    "cohere2": _by_layer_types("cohere2", 4, rotate_full=False),
-    "gpt_oss": _by_layer_types("gpt_oss", 2),
-    "llama4_text": _llama4,
-    "llama4": _llama4,
+    "llama": _full(),
+    "olmo2": _full(),
+    "gemma": _full(),
+    "phi": _full(),
+    "deepseek_v3": _deepseek_v3,
+    "mistral": _one_window,
+    "phi3": _one_window,
+    "qwen2": _by_layer_types("use_sliding_window and max_window_layers"),
+    "qwen3": _by_layer_types("use_sliding_window and max_window_layers"),
+    "gemma2": _by_layer_types(bidirectional=_gemma2_causal),
+    "gemma3_text": _by_layer_types(_PATTERN, per_layer_type=True, bidirectional=_gemma3_bound),
+    "gemma4_text": _by_layer_types(per_layer_type=True, bidirectional=_gemma4_bound),
+    "cohere2": _by_layer_types(_PATTERN, rotate_full=False, layout="interleaved"),
+    "gpt_oss": _by_layer_types(),
+    "llama4_text": _with_rope_flags(
+        ("full_attention", "chunked_attention"), "attention_chunk_size", "interleaved"
+    ),
+    "smollm3": _with_rope_flags(("full_attention", "sliding_attention"), "sliding_window", "half"),
 }
 
 
-def _uniform(config: Mapping[str, Any]) -> list[LayerPositions]:
-    model = str(config.get("model_type"))
-    rope = _rope_parameters(config, model)
-    return [LayerPositions("full", None, rope) for _ in range(_layers(config, model))]
-
-
-def layer_pattern(config: Mapping[str, Any]) -> list[LayerPositions]:
+def layer_pattern(config: Mapping[str, Any] | ModelConfig) -> list[LayerPositions]:
     """The positional part of each layer of a model, read from its configuration.
 
     Args:
-        config: the model's configuration as a mapping: ``config.to_dict()`` of transformers 5,
-            or a published ``config.json`` (for Llama 4 and Gemma 3, the text part:
-            ``text_config``). Its ``model_type`` chooses the rule in :data:`LAYER_PATTERNS`;
-            other model types rotate every layer alike.
+        config: the model's configuration as a mapping: a published ``config.json`` (keys it
+            leaves out take the model type's defaults from transformers' configuration class,
+            where transformers is installed), or transformers 5's ``config.to_dict()``; for
+            a multimodal model type (``"gemma3"``, ``"llama4"``), the whole file or its
+            ``text_config``. Or a :class:`~pe_lib.config_reader.ModelConfig` already read. Its
+            ``model_type`` chooses the rule in :data:`LAYER_PATTERNS`.
 
     Returns:
         one :class:`LayerPositions` per layer, in order.
 
     Raises:
         TypeError: ``config`` is not a mapping, or a value has the wrong type.
-        ValueError: a key the rule needs is missing, or ``layer_types`` or ``no_rope_layers``
-            do not give one valid entry per layer.
+        ValueError: the model type has no rule; a key the rule needs is missing (and
+            transformers is not there to fill it in), named in the message; or ``layer_types``,
+            ``no_rope_layers`` or a rotary entry is invalid.
     """
-    config = check_instance("config", config, Mapping)  # type: ignore[type-abstract]
-    model = config.get("model_type")
-    if not isinstance(model, str):
+    read = config if isinstance(config, ModelConfig) else read_config(config)
+    rule = LAYER_PATTERNS.get(read.model_type)
+    if rule is None:
         raise ValueError(
-            f"config must name its model under 'model_type' (one of "
-            f"{', '.join(map(repr, LAYER_PATTERNS))}, or another for a uniform model), "
-            f"got {model!r}"
+            f"config['model_type'] must be one of {', '.join(map(repr, LAYER_PATTERNS))}; "
+            f"a new model type is one rule in pe_lib.layer_pattern.LAYER_PATTERNS; got "
+            f"{read.model_type!r}"
         )
-    return LAYER_PATTERNS.get(model, _uniform)(config)
+    return rule(read)

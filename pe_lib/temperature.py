@@ -3,13 +3,18 @@ r"""Attention temperatures tied to length: how much a model sharpens its softmax
 A softmax over more keys is flatter: with :math:`n` keys of equal score each gets :math:`1/n`.
 Models that run far beyond their training length therefore multiply their attention logits by
 a factor :math:`\tau \ge 1` that grows with the length they were extended to, or with the
-query's position. Four such rules are in use; they differ in what they multiply:
+query's position. Five such rules are in use; they differ in what they multiply:
 
 * ``"yarn"`` (Peng et al., 2023, arXiv:2309.00071, section 3.4; transformers'
   ``_compute_yarn_parameters``): cos and sin are multiplied by the attention factor
   :math:`a` (:func:`pe_lib.rope_scaling.rope_frequencies` returns it), so the *rotated
   channels'* share of every logit is multiplied by :math:`a^2`: with factor 32,
   :math:`a = 0.1\ln 32 + 1`.
+* ``"longrope"`` (Ding et al., 2024, arXiv:2402.13753; transformers'
+  ``_compute_longrope_parameters``): the same place, with LongRoPE's attention factor
+  :math:`a = \sqrt{1 + \ln s / \ln L}` (``L`` the entry's ``original_max_position_embeddings``,
+  ``s`` its ``factor`` or ``max_position_embeddings / L``), so the rotated share is multiplied by
+  :math:`a^2 = 1 + \ln s / \ln L`: Phi-3 mini 128k and Phi-4 mini.
 * ``"mla_mscale"`` (DeepSeek-V2's YaRN, transformers' ``yarn_apply_mscale`` in
   ``modeling_deepseek_v3.py``): the softmax scale :math:`1/\sqrt{d}` of *all* channels is
   multiplied by :math:`m^2`, :math:`m = 0.1\,\mathrm{mscale\_all\_dim}\ln s + 1`, while cos and sin
@@ -25,12 +30,18 @@ query's position. Four such rules are in use; they differ in what they multiply:
   and Qwen3 models have no such option); the rule follows the expression of Qwen's own
   modeling code, which is not part of transformers and is not checked here.
 
+The rules read a config through :func:`pe_lib.config_reader.read_config`: keys it leaves out take
+the model type's defaults from transformers' configuration class (Llama 4's
+``attn_temperature_tuning``, ``attn_scale`` and ``floor_scale``; gpt-oss's YaRN entry), where
+transformers is installed, and are refused, by name, where it is not.
+
 Contract. A rule is one :class:`Temperature` entry of :data:`TEMPERATURES`: ``compute(config,
 positions, layer_type)`` returns a float64 tensor of the shape of ``positions``, the factor by
 which the rule multiplies the logits of the query at each position, on the channels
 ``acts_on`` names (``"rotated"`` or ``"all"``) of the layers ``layers`` names (``"rotary"``,
 ``"nope"`` or ``"all"``). ``config`` is the model's configuration as a mapping (transformers 5's
-``config.to_dict()`` or a ``config.json``; ``layer_type`` picks a per-layer rotary entry).
+``config.to_dict()`` or a ``config.json``; one without ``model_type`` is read as it is, by the
+rules that need no rotary entry); ``layer_type`` picks a per-layer rotary entry.
 """
 
 from __future__ import annotations
@@ -43,12 +54,14 @@ from typing import Any
 import torch
 
 from ._validation import (
+    check_bool,
     check_choice,
     check_instance,
     check_positions,
     check_positive_int,
     check_real,
 )
+from .config_reader import ModelConfig, as_given, read_config
 
 __all__ = ["TEMPERATURES", "Temperature", "attention_temperature"]
 
@@ -73,31 +86,41 @@ class Temperature:
     reference: str
 
 
-def _rope_entry(config: Mapping[str, Any], layer_type: str | None) -> Mapping[str, Any]:
-    from .layer_pattern import _entry_for, _rope_parameters
+def _read(config: Mapping[str, Any]) -> ModelConfig:
+    """The config as :func:`~pe_lib.config_reader.read_config` reads it, or, without a
+    ``model_type``, as it is (its keys checked)."""
+    return read_config(config) if "model_type" in config else as_given(config)
 
-    rope = _rope_parameters(config, str(config.get("model_type")))
-    entry = rope if layer_type is None else _entry_for(rope, layer_type)
-    if entry is None:
-        raise ValueError(f"layer_type={layer_type!r} has no rotary entry (a layer without RoPE)")
-    return entry
+
+def _rope_entry(config: Mapping[str, Any], layer_type: str | None) -> tuple[ModelConfig, Any]:
+    """The config read, and the rotary entry of ``layer_type`` checked (a ``ScalingConfig``)."""
+    from .rope_scaling import resolve_scaling
+
+    read = read_config(config)
+    rope = read.rope_parameters()
+    length = read.values.get("max_position_embeddings")
+    return read, resolve_scaling(rope, max_position_embeddings=length, layer_type=layer_type)
 
 
 def _constant(positions: torch.Tensor, value: float) -> torch.Tensor:
     return torch.full(positions.shape, value, dtype=torch.float64)
 
 
-def _yarn(
-    config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
-) -> torch.Tensor:
-    from .rope_scaling import resolve_scaling
+def _factor_on_cos_sin(kind: str) -> TemperatureFunction:
+    """The square of the attention factor of ``kind``'s entries (1 for other methods): the
+    factor by which cos and sin are multiplied, computed at the model's head size as
+    transformers computes it (``head_dim``, else ``hidden_size // num_attention_heads``)."""
 
-    entry = resolve_scaling(_rope_entry(config, layer_type))
-    if entry.rope_type != "yarn":
-        return _constant(positions, 1.0)
-    # the attention factor multiplies cos and sin: the rotated share of q.k by its square
-    factor = entry.entry.compute(2, entry.base, entry.params, None)[1]
-    return _constant(positions, factor**2)
+    def compute(
+        config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
+    ) -> torch.Tensor:
+        read, entry = _rope_entry(config, layer_type)
+        if entry.rope_type != kind:
+            return _constant(positions, 1.0)
+        factor = entry.entry.compute(read.head_size(), entry.base, entry.params, None)[1]
+        return _constant(positions, factor**2)
+
+    return compute
 
 
 def _mscale(factor: float, mscale: float) -> float:
@@ -107,7 +130,10 @@ def _mscale(factor: float, mscale: float) -> float:
 def _mla_mscale(
     config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
 ) -> torch.Tensor:
-    entry = _rope_entry(config, layer_type)
+    rope = read_config(config).rope_parameters()
+    entry = rope if layer_type is None else rope.get(layer_type) or {}
+    # DeepseekV3Attention reads rope_parameters.get("rope_type", "default"): an entry per layer
+    # type, read without one, is "default" there
     kind = entry.get("rope_type", entry.get("type", "default"))
     mscale_all_dim = entry.get("mscale_all_dim") or 0
     if kind == "default" or not mscale_all_dim:
@@ -120,10 +146,15 @@ def _mla_mscale(
 def _nope_log(
     config: Mapping[str, Any], positions: torch.Tensor, layer_type: str | None
 ) -> torch.Tensor:
-    if not config.get("attn_temperature_tuning", True):
+    read = _read(config)
+    why = "for the temperature of the layers without RoPE"
+    tuning = check_bool(
+        "config['attn_temperature_tuning']", read.get("attn_temperature_tuning", why)
+    )
+    if not tuning:
         return _constant(positions, 1.0)
-    scale = check_real("config['attn_scale']", config.get("attn_scale", 0.1), at_least=0.0)
-    floor_scale = check_positive_int("config['floor_scale']", config.get("floor_scale", 8192))
+    scale = check_real("config['attn_scale']", read.get("attn_scale", why), at_least=0.0)
+    floor_scale = check_positive_int("config['floor_scale']", read.get("floor_scale", why))
     steps = torch.div(positions.to(torch.int64) + 1, floor_scale, rounding_mode="floor")
     return 1.0 + scale * torch.log1p(steps.to(torch.float64))
 
@@ -144,7 +175,16 @@ def _logn(
 #: Every temperature rule by name; a new rule is one entry here.
 TEMPERATURES: dict[str, Temperature] = {
     "yarn": Temperature(
-        _yarn, "rotated", "rotary", "transformers 5.23's _compute_yarn_parameters (cos, sin)"
+        _factor_on_cos_sin("yarn"),
+        "rotated",
+        "rotary",
+        "transformers 5.23's _compute_yarn_parameters (cos, sin)",
+    ),
+    "longrope": Temperature(
+        _factor_on_cos_sin("longrope"),
+        "rotated",
+        "rotary",
+        "transformers 5.23's _compute_longrope_parameters (cos, sin)",
     ),
     "mla_mscale": Temperature(
         _mla_mscale, "all", "rotary", "transformers 5.23's yarn_apply_mscale (DeepSeek-V3)"
@@ -181,7 +221,9 @@ def attention_temperature(
 
     Raises:
         TypeError, ValueError: an unknown rule, a config that is not a mapping or lacks a key
-            the rule needs, or invalid positions.
+            the rule needs (named in the message; transformers, where installed, fills in the
+            model type's defaults), a key of the wrong type (``attn_temperature_tuning`` must be
+            a bool), or invalid positions.
     """
     name = check_choice("rule", rule, tuple(TEMPERATURES))
     config = check_instance("config", config, Mapping)  # type: ignore[type-abstract]

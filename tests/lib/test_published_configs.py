@@ -20,9 +20,10 @@ The tests fail if pe_lib
   ``mscale_all_dim``: the published DeepSeek-V3 entry gives both the value 1.0, so the variants
   below give them unequal values, and one leaves ``mscale_all_dim`` out.
 
-Two published shapes pe_lib does not read yet are marked ``xfail(strict=True)``, each with what
-is missing: they pass, and must then lose the mark, once pe_lib fills those keys as
-transformers' configuration classes do.
+Two published shapes leave keys to transformers' configuration classes: Gemma 3 4B's bases
+(1,000,000 and 10,000) and Phi-4 mini's rotary training length (its top-level
+``original_max_position_embeddings``, which ``Phi3Config`` moves into the entry); pe_lib reads
+them through the same classes (:func:`pe_lib.config_reader.read_config`).
 """
 
 from __future__ import annotations
@@ -205,32 +206,12 @@ GPT_OSS_20B = {
     "sliding_window": 128,
 }
 
-_NOT_YET = "pe_lib does not read this published shape yet: "
 PUBLISHED = [
     pytest.param(GEMMA3_12B, id="gemma-3-12b"),
     pytest.param(GEMMA3_1B, id="gemma-3-1b"),
-    pytest.param(
-        GEMMA3_4B_SPARSE,
-        id="gemma-3-4b-bases-left-to-defaults",
-        marks=pytest.mark.xfail(
-            strict=True,
-            raises=ValueError,
-            reason=_NOT_YET + "layer_pattern requires rope_theta (and, for Gemma 3, "
-            "rope_local_base_freq), where Gemma3TextConfig fills in 1,000,000 and 10,000",
-        ),
-    ),
+    pytest.param(GEMMA3_4B_SPARSE, id="gemma-3-4b-bases-left-to-defaults"),
     pytest.param(PHI_2, id="phi-2"),
-    pytest.param(
-        PHI_4_MINI,
-        id="phi-4-mini",
-        marks=pytest.mark.xfail(
-            strict=True,
-            raises=ValueError,
-            reason=_NOT_YET + "the rotary entry lacks the top-level "
-            "original_max_position_embeddings, which transformers' standardize_rope_params "
-            "moves into it for llama3, yarn and longrope entries",
-        ),
-    ),
+    pytest.param(PHI_4_MINI, id="phi-4-mini"),
     pytest.param(DEEPSEEK_V3, id="deepseek-v3"),
     pytest.param(_deepseek(mscale=0.707), id="deepseek-v3-mscale-0.707-all-dim-1"),
     pytest.param(_deepseek(mscale_all_dim=0.707), id="deepseek-v3-mscale-1-all-dim-0.707"),
@@ -309,7 +290,9 @@ def test_each_layer_reads_as_transformers_reads_it(published):
     ours = layer_pattern(published)
     assert published == before, "pe_lib must not change the config it reads"
     config = _theirs(published)
-    types = getattr(config, "layer_types", None) or ["full_attention"] * config.num_hidden_layers
+    # Phi-3 (and Mistral) give every layer the window sliding_window, where it is not None
+    one = "sliding_attention" if getattr(config, "sliding_window", None) else "full_attention"
+    types = getattr(config, "layer_types", None) or [one] * config.num_hidden_layers
     assert len(ours) == config.num_hidden_layers == len(types)
     rotary = _rotary_module(config)
     per_layer_type = "rope_type" not in config.rope_parameters

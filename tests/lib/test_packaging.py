@@ -41,6 +41,8 @@ def test_wheel_holds_only_pe_lib_with_its_type_marker(tmp_path: Path) -> None:
     # Every module is shipped, those of subpackages (pe_lib/checks/...) included.
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "pe_lib").rglob("*.py")}
     assert modules <= set(names), sorted(modules - set(names))
+    # the checkers' Korean messages, read at run time by set_language("ko")
+    assert "pe_lib/checks/locale/ko/LC_MESSAGES/pe_lib_checks.po" in names
     assert f"pe_lib-{pe_lib.__version__}.dist-info/METADATA" in names
 
 

@@ -5,7 +5,11 @@ alternate *sliding-window* layers, whose queries see only the last few thousand 
 *global* layers that see them all; Gemma 3 gives the two kinds different rotary bases, Command
 R7B gives its global layers no positions at all; Llama 4 leaves every fourth layer without RoPE and
 confines the others to chunks of the sequence; gpt-oss alternates windows of 128 keys with
-global layers; Mistral and Phi-3 give every layer the same window. :func:`layer_pattern` reads
+global layers; Mistral and Phi-3 give every layer the same window. Hybrids mix attention with
+recurrent layers that have no attention at all: Jamba has one attention layer (without positions)
+in eight among Mamba layers, Qwen3-Next and Kimi Linear one in four among linear-attention
+layers (Qwen3-Next's rotate a quarter of their channels, Kimi Linear's not at all), and Falcon-H1
+runs rotated attention and Mamba-2 side by side in every layer. :func:`layer_pattern` reads
 this from a model's configuration, one :class:`LayerPositions` per layer.
 
 Reference. The rule of each model is the one transformers 5.23 runs: its configuration class
@@ -41,9 +45,17 @@ from ._validation import (
     check_positive_int,
     check_real,
 )
-from .config_reader import ModelConfig, read_config
+from .config_reader import CLASS_READINGS, ClassReading, ModelConfig, read_config
 
-__all__ = ["ATTENTION_KINDS", "LAYER_PATTERNS", "LAYOUTS", "LayerPositions", "layer_pattern"]
+__all__ = [
+    "ATTENTION_KINDS",
+    "LAYER_PATTERNS",
+    "LAYOUTS",
+    "NO_ATTENTION",
+    "RECURRENT_KINDS",
+    "LayerPositions",
+    "layer_pattern",
+]
 
 #: The keys a layer's query sees, by kind (all keys, those within ``window`` of it, or those in
 #: its own chunk of ``window`` positions); causal layers see none after the query.
@@ -55,15 +67,27 @@ ATTENTION_KINDS = ("full", "sliding", "chunked")
 #: :func:`pe_lib.rope.apply_rope` takes them.
 LAYOUTS = ("half", "interleaved")
 
+#: The kind of a hybrid's layer that has no attention (a recurrent mixer alone); not one of
+#: :data:`ATTENTION_KINDS`.
+NO_ATTENTION = "none"
+
+#: The recurrent mixers of hybrid models, as transformers 5.23 names their modules: Mamba
+#: (``JambaMambaMixer``), Mamba-2 (``FalconH1Mixer``), Gated DeltaNet
+#: (``Qwen3NextGatedDeltaNet``) and Kimi Delta Attention (``KimiLinearDeltaAttention``). They
+#: carry no position code; they see order through their state.
+RECURRENT_KINDS = ("mamba", "mamba2", "gated_deltanet", "kimi_delta")
+
 
 @dataclass(frozen=True)
 class LayerPositions:
-    """The positional part of one attention layer.
+    """The positional part of one layer.
 
     Attributes:
         attention: ``"full"`` (every key), ``"sliding"`` (key ``j`` visible from query ``i``
             when ``|i - j| < window``) or ``"chunked"`` (``j`` in the same chunk,
-            ``j // window == i // window``, as transformers' ``chunked_overlay``).
+            ``j // window == i // window``, as transformers' ``chunked_overlay``); or
+            :data:`NO_ATTENTION`, ``"none"``: a hybrid's layer without attention (then
+            ``window`` and ``rope`` are ``None`` and ``recurrent`` names its mixer).
         window: the window or chunk size, a positive int; ``None`` for ``"full"``. For a causal
             sliding layer it is transformers' ``sliding_window`` (``i - window < j <= i``, as
             its ``sliding_window_overlay``); for a bidirectional one, the distance bound.
@@ -72,11 +96,14 @@ class LayerPositions:
         causal: whether a query sees no key after it (``False``: Gemma 3's and Gemma 4's
             bidirectional attention).
         layout: how the rotated channels are paired, one of :data:`LAYOUTS`.
+        recurrent: the layer's recurrent mixer, one of :data:`RECURRENT_KINDS`, in place of
+            attention (``attention="none"``) or beside it (Falcon-H1); ``None`` for none.
 
     Raises:
-        TypeError, ValueError: an unknown kind or layout, a window that is not a positive int
-            (or not ``None`` for ``"full"``), a rotary entry that is not a mapping, or a
-            bidirectional chunked layer (no model has one).
+        TypeError, ValueError: an unknown kind, layout or recurrent mixer, a window that is not
+            a positive int (or not ``None`` for ``"full"``), a rotary entry that is not a
+            mapping, a bidirectional chunked layer (no model has one), or a layer without
+            attention that has a window or a rotary entry, or no recurrent mixer.
     """
 
     attention: str
@@ -84,8 +111,21 @@ class LayerPositions:
     rope: Mapping[str, Any] | None
     causal: bool = True
     layout: str = "half"
+    recurrent: str | None = None
 
     def __post_init__(self) -> None:
+        if self.recurrent is not None:
+            check_choice("recurrent", self.recurrent, RECURRENT_KINDS)
+        if self.attention == NO_ATTENTION:
+            if self.recurrent is None or self.window is not None or self.rope is not None:
+                raise ValueError(
+                    f"a layer without attention (attention='none') needs a recurrent mixer and "
+                    f"no window or rotary entry, got recurrent={self.recurrent!r}, "
+                    f"window={self.window!r}, rope={self.rope!r}"
+                )
+            check_bool("causal", self.causal)
+            check_choice("layout", self.layout, LAYOUTS)
+            return
         check_choice("attention", self.attention, ATTENTION_KINDS)
         if self.attention == "full":
             if self.window is not None:
@@ -121,10 +161,16 @@ class LayerPositions:
         """Whether the key at index ``key`` is visible from the query at index ``query``.
 
         Raises:
-            TypeError, ValueError: an index that is not a non-negative int.
+            TypeError, ValueError: an index that is not a non-negative int, or a layer without
+                attention (it sees no key).
         """
         query = check_nonnegative_int("query", query)
         key = check_nonnegative_int("key", key)
+        if self.attention == NO_ATTENTION:
+            raise ValueError(
+                f"this layer has no attention (its mixer is {self.recurrent!r}): no key is "
+                f"visible to it"
+            )
         if self.causal and key > query:
             return False
         if self.window is None:  # "full"
@@ -333,6 +379,53 @@ def _with_rope_flags(allowed: tuple[str, ...], window_key: str, layout: str) -> 
     return rule
 
 
+def _hybrid(
+    layer_kinds: Callable[[ModelConfig], list[bool]],
+    recurrent: str,
+    *,
+    rotates: bool,
+    parallel: bool = False,
+) -> LayerPatternRule:
+    """Hybrids: ``layer_kinds(config)[i]`` is whether layer ``i`` has attention (full, causal);
+    the others hold the ``recurrent`` mixer alone, or, ``parallel``, every layer holds both
+    (Falcon-H1). ``rotates``: the attention layers rotate with the one entry (else NoPE)."""
+
+    def rule(config: ModelConfig) -> list[LayerPositions]:
+        kinds = layer_kinds(config)
+        rope = _one_entry(config) if rotates and any(kinds) else None
+        beside = recurrent if parallel else None
+        return [
+            LayerPositions("full", None, rope, recurrent=beside)
+            if attends
+            else LayerPositions(NO_ATTENTION, None, None, recurrent=recurrent)
+            for attends in kinds
+        ]
+
+    return rule
+
+
+def _jamba_kinds(config: ModelConfig) -> list[bool]:
+    """Jamba: layer ``i`` attends where ``i % attn_layer_period == attn_layer_offset``
+    (``JambaConfig.layers_block_type``), a Mamba layer elsewhere."""
+    period = check_positive_int(
+        "config['attn_layer_period']", config.get("attn_layer_period", "for its attention layers")
+    )
+    offset = check_nonnegative_int(
+        "config['attn_layer_offset']", config.get("attn_layer_offset", "for its attention layers")
+    )
+    return [i % period == offset for i in range(_count(config))]
+
+
+def _every_layer(config: ModelConfig) -> list[bool]:
+    return [True] * _count(config)
+
+
+def _linear_kinds(config: ModelConfig) -> list[bool]:
+    """``layer_types``: ``"full_attention"`` or ``"linear_attention"`` (Qwen3-Next, Kimi Linear)."""
+    types = _layer_types(config, ("full_attention", "linear_attention"), "its checkpoint's keys")
+    return [kind == "full_attention" for kind in types]
+
+
 _PATTERN = "sliding_window_pattern"
 
 #: Every model type pe_lib reads, with its rule; a new model type is one entry here and one in
@@ -356,7 +449,23 @@ LAYER_PATTERNS: dict[str, LayerPatternRule] = {
         ("full_attention", "chunked_attention"), "attention_chunk_size", "interleaved"
     ),
     "smollm3": _with_rope_flags(("full_attention", "sliding_attention"), "sliding_window", "half"),
+    # hybrids: JambaAttention and KimiLinearAttention (MLA) apply no rotation (their models build
+    # no rotary embedding); FalconH1Attention and Qwen3NextAttention rotate with the model's one
+    "jamba": _hybrid(_jamba_kinds, "mamba", rotates=False),
+    "falcon_h1": _hybrid(_every_layer, "mamba2", rotates=True, parallel=True),
+    "qwen3_next": _hybrid(_linear_kinds, "gated_deltanet", rotates=True),
+    "kimi_linear": _hybrid(_linear_kinds, "kimi_delta", rotates=False),
 }
+
+# The hybrids' configuration classes read their rotary keys as the mixin does, and derive nothing
+# pe_lib's rules ask for (transformers fills in their defaults), so a plain reading serves.
+for _type, _class in (
+    ("jamba", "JambaConfig"),
+    ("falcon_h1", "FalconH1Config"),
+    ("qwen3_next", "Qwen3NextConfig"),
+    ("kimi_linear", "KimiLinearConfig"),
+):
+    CLASS_READINGS.setdefault(_type, ClassReading(_class))
 
 
 def layer_pattern(config: Mapping[str, Any] | ModelConfig) -> list[LayerPositions]:

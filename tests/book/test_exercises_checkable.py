@@ -98,7 +98,6 @@ def exercises(path: Path) -> list[Exercise]:
 PENDING = {
     "ex-llama4-temperature",  # 11_todays_models
     "ex-axial-by-hand",  # 13_beyond_a_line
-    "ex-cope-count",  # 14_positions_without_rotation
 }
 
 ALL = {path.stem: exercises(path) for path in CHAPTERS}

@@ -45,7 +45,7 @@ from ._validation import (
     check_positive_int,
     check_real,
 )
-from .config_reader import CLASS_READINGS, ClassReading, ModelConfig, read_config
+from .config_reader import ModelConfig, read_config
 
 __all__ = [
     "ATTENTION_KINDS",
@@ -61,7 +61,7 @@ __all__ = [
 #: its own chunk of ``window`` positions); causal layers see none after the query.
 ATTENTION_KINDS = ("full", "sliding", "chunked")
 
-#: How a model pairs the channels it rotates: channel ``i`` with ``i + d/2`` (``"half"``,
+#: How a model pairs the channels it rotates; channel ``i`` with ``i + d/2`` (``"half"``,
 #: transformers' ``rotate_half``) or with its neighbour (``"interleaved"``: Llama 4's complex
 #: product, Cohere's ``rotate_half``, DeepSeek-V3's ``rope_interleave``), as
 #: :func:`pe_lib.rope.apply_rope` takes them.
@@ -71,7 +71,7 @@ LAYOUTS = ("half", "interleaved")
 #: :data:`ATTENTION_KINDS`.
 NO_ATTENTION = "none"
 
-#: The recurrent mixers of hybrid models, as transformers 5.23 names their modules: Mamba
+#: The recurrent mixers of hybrid models, named after transformers 5.23's modules, Mamba
 #: (``JambaMambaMixer``), Mamba-2 (``FalconH1Mixer``), Gated DeltaNet
 #: (``Qwen3NextGatedDeltaNet``) and Kimi Delta Attention (``KimiLinearDeltaAttention``). They
 #: carry no position code; they see order through their state.
@@ -456,16 +456,6 @@ LAYER_PATTERNS: dict[str, LayerPatternRule] = {
     "qwen3_next": _hybrid(_linear_kinds, "gated_deltanet", rotates=True),
     "kimi_linear": _hybrid(_linear_kinds, "kimi_delta", rotates=False),
 }
-
-# The hybrids' configuration classes read their rotary keys as the mixin does, and derive nothing
-# pe_lib's rules ask for (transformers fills in their defaults), so a plain reading serves.
-for _type, _class in (
-    ("jamba", "JambaConfig"),
-    ("falcon_h1", "FalconH1Config"),
-    ("qwen3_next", "Qwen3NextConfig"),
-    ("kimi_linear", "KimiLinearConfig"),
-):
-    CLASS_READINGS.setdefault(_type, ClassReading(_class))
 
 
 def layer_pattern(config: Mapping[str, Any] | ModelConfig) -> list[LayerPositions]:

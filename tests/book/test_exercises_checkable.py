@@ -97,7 +97,6 @@ def exercises(path: Path) -> list[Exercise]:
 # remove a label once its exercise has it.
 PENDING = {
     "ex-llama4-temperature",  # 11_todays_models
-    "ex-axial-by-hand",  # 13_beyond_a_line
 }
 
 ALL = {path.stem: exercises(path) for path in CHAPTERS}

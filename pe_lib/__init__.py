@@ -22,6 +22,8 @@ from ._version import __version__
 from .alibi import alibi_bias, alibi_slopes
 from .attention import SelfAttention, scaled_dot_product_attention
 from .axial import axial_angles, axial_frequencies
+from .config_reader import read_config
+from .description import describe
 from .grid import grid_positions, mrope_positions, resize_position_table
 from .inference import (
     KVCache,
@@ -59,6 +61,7 @@ __all__ = [
     "causal_mask",
     "checks",
     "clipped_relative_positions",
+    "describe",
     "encodings",
     "grid_positions",
     "layer_pattern",
@@ -66,6 +69,7 @@ __all__ = [
     "packed_causal_mask",
     "packed_positions",
     "position_ids_from_mask",
+    "read_config",
     "relative_shift_matrix",
     "resize_position_table",
     "rope_angles",

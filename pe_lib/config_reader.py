@@ -419,6 +419,12 @@ CLASS_READINGS: dict[str, ClassReading] = {
         derive=_smollm3,
         off={"use_sliding_window": False, "sliding_window": None},
     ),
+    # hybrids: their classes read the rotary keys as the mixin does, and derive nothing pe_lib's
+    # rules ask for from keys a file gives (their layer kinds are the class's to fill in)
+    "jamba": ClassReading("JambaConfig"),
+    "falcon_h1": ClassReading("FalconH1Config"),
+    "qwen3_next": ClassReading("Qwen3NextConfig"),
+    "kimi_linear": ClassReading("KimiLinearConfig"),
 }
 
 
@@ -487,7 +493,8 @@ def _rope_standard(
             "rope_parameters is ignored: the file also holds rope_scaling (transformers 4's name), "
             "which transformers reads in its place"
         )
-    theta = values.pop("rope_theta", _theta_of(defaults))
+    given_theta = values.pop("rope_theta", _MISSING)
+    theta = _theta_of(defaults) if given_theta is _MISSING else given_theta
     share = values.pop("partial_rotary_factor", _MISSING)
     if share is _MISSING and defaults is not None:  # Phi-2's class sets 0.5
         share = defaults.get("partial_rotary_factor", _MISSING)
@@ -507,6 +514,12 @@ def _rope_standard(
         if share is not _MISSING:
             entry.setdefault("partial_rotary_factor", share)
     _standardize(values, rope, original_field=False)
+    for entry in [rope[key] for key in nested] or [rope]:
+        if entry is not None and given_theta is not _MISSING and entry["rope_theta"] != given_theta:
+            notes.append(
+                f"rope_theta {given_theta} at the top level is ignored: the rotary entry holds "
+                f"its own, {entry['rope_theta']}"
+            )
     if not nested and values.get(_ORIGINAL) is not None:
         where = (
             "the rotary entry holds its own"

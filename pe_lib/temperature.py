@@ -78,12 +78,16 @@ class Temperature:
         acts_on: ``"rotated"`` (only the rotated channels' share of a logit) or ``"all"``.
         layers: ``"rotary"``, ``"nope"`` (layers without positions) or ``"all"``.
         reference: the code or paper the numbers are those of.
+        applies_to: the model types whose attention code applies the rule (``"deepseek_v3"``
+            for ``"mla_mscale"``); empty: every model whose rotary entry has the method the
+            rule is named after (``"yarn"``, ``"longrope"``).
     """
 
     compute: TemperatureFunction
     acts_on: str
     layers: str
     reference: str
+    applies_to: tuple[str, ...] = ()
 
 
 def _read(config: Mapping[str, Any]) -> ModelConfig:
@@ -187,13 +191,21 @@ TEMPERATURES: dict[str, Temperature] = {
         "transformers 5.23's _compute_longrope_parameters (cos, sin)",
     ),
     "mla_mscale": Temperature(
-        _mla_mscale, "all", "rotary", "transformers 5.23's yarn_apply_mscale (DeepSeek-V3)"
+        _mla_mscale,
+        "all",
+        "rotary",
+        "transformers 5.23's yarn_apply_mscale (DeepSeek-V3)",
+        ("deepseek_v3",),
     ),
     "nope_log": Temperature(
-        _nope_log, "all", "nope", "transformers 5.23's Llama4TextAttention (queries)"
+        _nope_log,
+        "all",
+        "nope",
+        "transformers 5.23's Llama4TextAttention (queries)",
+        ("llama4_text",),
     ),
     "logn": Temperature(
-        _logn, "all", "all", "Qwen's log-n scaling (arXiv:2309.16609, section 2.3)"
+        _logn, "all", "all", "Qwen's log-n scaling (arXiv:2309.16609, section 2.3)", ("qwen",)
     ),
 }
 

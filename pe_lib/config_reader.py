@@ -7,8 +7,8 @@ the configuration the model runs with, as a :class:`ModelConfig`: every key with
 model type's configuration class gives it, the rotary entries in transformers 5's
 ``rope_parameters`` (``rope_theta`` inside, one entry per layer type for Gemma 3 and 4), what was
 assumed for keys the file leaves out, and notes on keys the class reads otherwise than written.
-:func:`pe_lib.layer_pattern.layer_pattern` and :func:`pe_lib.temperature.attention_temperature`
-read configs through it.
+:func:`pe_lib.layer_pattern.layer_pattern`, :func:`pe_lib.temperature.attention_temperature` and
+:func:`pe_lib.description.describe` read configs through it.
 
 Reference. transformers 5.23's configuration classes (``configuration_<model>.py``: their
 defaults and ``__post_init__``) and ``RotaryEmbeddingConfigMixin`` in ``modeling_rope_utils.py``

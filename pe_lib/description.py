@@ -339,7 +339,7 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
 # --- reading ------------------------------------------------------------------------------------
 
 
-def _load(config: Mapping[str, Any] | str | os.PathLike[str]) -> Mapping[str, Any]:
+def _load(config: Mapping[str, Any] | str | Path) -> Mapping[str, Any]:
     """A mapping as it is; a path: its JSON, or its ``config.json`` for a folder."""
     if isinstance(config, Mapping):
         return config
@@ -562,7 +562,7 @@ def _text_part(config: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def describe(
-    config: Mapping[str, Any] | str | os.PathLike[str], *, use_transformers: bool | None = None
+    config: Mapping[str, Any] | str | Path, *, use_transformers: bool | None = None
 ) -> Description:
     """What a model's configuration does with positions, layer by layer.
 

@@ -657,7 +657,7 @@ def test_every_model_type_with_a_rule_is_drawn():
     assert sorted(MODEL_TYPES + HYBRIDS) == sorted(LAYER_PATTERNS)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(published_configs())
 def test_layer_pattern_is_what_a_tiny_model_runs(config):
     assert verdict_of_pattern(config) != "wrong", config

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from .._validation import check_positive_int
@@ -103,13 +105,27 @@ _BYTES = 256
 
 
 def _whole_numbers(name: str, values: object, what: str) -> list[int]:
+    """``values`` as a list of ints: a sequence of integers (numpy's included), or a 1-d integer
+    numpy array or tensor."""
+    if isinstance(values, (np.ndarray, torch.Tensor)):
+        integer = (
+            not values.dtype.is_floating_point and not values.dtype.is_complex
+            if isinstance(values, torch.Tensor)
+            else np.issubdtype(values.dtype, np.integer)
+        )
+        if values.ndim != 1 or not integer or values.dtype in (torch.bool, np.bool_):
+            raise TypeError(
+                f"{name} must be a sequence of integers or a 1-d integer array, got an array "
+                f"of shape {tuple(values.shape)} and dtype {values.dtype}"
+            )
+        values = values.tolist()
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise TypeError(f"{name} must be a sequence of integers, got {values!r}")
     out = []
     for value in values:
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
             raise TypeError(f"{name} must hold integers, got {value!r} in {values!r}")
-        out.append(value)
+        out.append(int(value))
     if not out:
         raise ValueError(f"{name} must hold at least one {what}, got {values!r}")
     return out

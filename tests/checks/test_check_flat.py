@@ -103,3 +103,34 @@ def test_bad_arguments_are_named(kwargs: dict[str, object], error: type, words: 
     with pytest.raises(error) as info:
         check_flat(**{**arguments, **kwargs})  # type: ignore[arg-type]
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "seeds",
+    [
+        np.array(SEEDS),
+        torch.tensor(SEEDS),
+        [np.int64(s) for s in SEEDS],
+        np.arange(3, dtype=np.int32),
+    ],
+    ids=["numpy array", "tensor", "numpy integers", "int32 array"],
+)
+def test_seeds_and_lengths_may_be_numpy_integers_or_tensors(seeds: object) -> None:
+    check_flat(FLAT, seeds=seeds, lengths=np.array(LENGTHS))  # type: ignore[arg-type]
+    failure = fails_with(
+        "not_flat",
+        table([10.0, 10.5, 10.9, 11.0], [8.0, 8.0, 9.0, 30.0], [12.0, 14.0, 12.0, 12.0]),
+        seeds=seeds,
+        lengths=torch.tensor(LENGTHS),
+    )
+    assert type(failure.seed) is int and failure.seed == int(list(seeds)[1])  # type: ignore[attr-defined, call-overload]
+
+
+@pytest.mark.parametrize(
+    "seeds",
+    [np.array([0.0, 1.0]), torch.tensor([[0, 1]]), np.array([True, False]), [0, 1.0]],
+    ids=["float array", "2-d tensor", "bool array", "a float in a list"],
+)
+def test_seeds_that_are_not_integers_are_refused_by_name(seeds: object) -> None:
+    with pytest.raises(TypeError, match="seeds must"):
+        check_flat(table([10.0, 10.0], [10.0, 10.0]), seeds=seeds, lengths=(32, 256))  # type: ignore[arg-type]

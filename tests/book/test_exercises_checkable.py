@@ -114,8 +114,7 @@ def test_every_computable_exercise_has_something_to_check_against(stem: str) -> 
     missing = [
         exercise.label
         for exercise in ALL[stem]
-        if OPEN_QUESTION not in exercise.text
-        and not exercise.kinds()
+        if OPEN_QUESTION not in exercise.text and not exercise.kinds()
     ]
     assert not missing, (
         f"{stem}: exercises with a computable answer and nothing to check it against: "

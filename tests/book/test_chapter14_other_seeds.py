@@ -8,26 +8,24 @@ seed's value beside the claim's threshold. Here the chapter is executed top to b
 ``OTHER_SEEDS`` instead, none of them used in picking: a claim that held only on the seeds it was
 picked on fails here.
 
-Run the picking again: ``.venv/bin/python tests/book/test_chapter14_other_seeds.py [seeds]``
+Run the picking again: ``.venv/bin/python -m tests.book.test_chapter14_other_seeds [seeds]``
 (about a minute per three seeds on two cores; seeds as ``0-9`` or ``0,1,2``).
 """
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from tests.seed_rerun import chapter_seeds, holds, parse_seeds, print_margins, run_with
 
 pytestmark = pytest.mark.other_seeds
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "book" / "14_positions_without_rotation.ipynb"
-SEEDS_LINE = re.compile(r"^SEEDS = \((?P<seeds>[0-9, ]+)\)$", re.MULTILINE)
 PICKED_ON = tuple(range(10))
 OTHER_SEEDS = (10, 11, 12, 13, 14)
 
@@ -49,56 +47,16 @@ CLAIMS = (
 )
 
 
-def _chapter_seeds(notebook: nbformat.NotebookNode) -> tuple[int, ...]:
-    found = [m for cell in notebook.cells if cell.cell_type == "code"
-             for m in SEEDS_LINE.finditer(cell.source)]  # fmt: skip
-    assert len(found) == 1, "chapter 14 must name its seeds once, as SEEDS = (0, 1, ...)"
-    return tuple(int(s) for s in found[0]["seeds"].split(","))
-
-
-def run_with(seeds: tuple[int, ...]) -> tuple[str, dict[str, float]]:
-    """Executes the chapter with ``seeds`` in place of its own; returns what its cells printed
-    and the worst seed's value of each claim."""
-    notebook = nbformat.read(CHAPTER, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            cell.source = SEEDS_LINE.sub(f"SEEDS = {tuple(seeds)}", cell.source)
-    assert _chapter_seeds(notebook) == tuple(seeds)
-    values = ", ".join(f"{name!r}: float({expression})" for name, expression, _, _ in CLAIMS)
-    notebook.cells.append(
-        nbformat.v4.new_code_cell(f"import json\nprint(json.dumps({{{values}}}))")
-    )
-    NotebookClient(
-        notebook, timeout=900, resources={"metadata": {"path": str(CHAPTER.parent)}}
-    ).execute()
-    *chapter, report = (cell for cell in notebook.cells if cell.cell_type == "code")
-    printed = "".join(
-        output.get("text", "") for cell in chapter for output in cell.get("outputs", [])
-    )
-    return printed, json.loads("".join(output.get("text", "") for output in report.outputs))
-
-
 def test_claims_hold_on_other_seeds() -> None:
-    seeds = _chapter_seeds(nbformat.read(CHAPTER, as_version=4))
+    seeds = chapter_seeds(nbformat.read(CHAPTER, as_version=4))
     assert len(seeds) >= 3 and set(seeds) <= set(PICKED_ON)
     assert len(OTHER_SEEDS) >= 5 and not set(OTHER_SEEDS) & set(PICKED_ON)
-    printed, worst = run_with(OTHER_SEEDS)
+    printed, worst = run_with(CHAPTER, OTHER_SEEDS, CLAIMS)
     assert f"the toy's claims: checked on each of {len(OTHER_SEEDS)} seeds" in printed
-    for name, _, side, threshold in CLAIMS:  # the chapter asserted them; the report agrees
-        assert worst[name] > threshold if side == ">" else worst[name] < threshold, name
-
-
-def _seeds(text: str) -> tuple[int, ...]:
-    if "-" in text:
-        first, last = (int(part) for part in text.split("-"))
-        return tuple(range(first, last + 1))
-    return tuple(int(part) for part in text.split(","))
+    for claim in CLAIMS:  # the chapter asserted them; the report agrees
+        assert holds(worst, claim), claim[0]
 
 
 if __name__ == "__main__":
-    chosen = _seeds(sys.argv[1]) if len(sys.argv) > 1 else PICKED_ON
-    _, worst = run_with(chosen)
-    print(f"worst seed of {len(chosen)} ({chosen[0]} to {chosen[-1]}) against each threshold:")
-    for name, _, side, threshold in CLAIMS:
-        margin = worst[name] - threshold if side == ">" else threshold - worst[name]
-        print(f"  {name:<22} {worst[name]:.3f} {side} {threshold:<5}  margin {margin:+.3f}")
+    chosen = parse_seeds(sys.argv[1]) if len(sys.argv) > 1 else PICKED_ON
+    print_margins(chosen, run_with(CHAPTER, chosen, CLAIMS)[1], CLAIMS)

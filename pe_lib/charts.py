@@ -40,6 +40,7 @@ __all__ = [
     "alibi_bias_chart",
     "dot_product_chart",
     "frequency_chart",
+    "query_key_chart",
     "rotation_chart",
     "scaling_chart",
     "wavelength_chart",
@@ -534,6 +535,159 @@ def rotation_chart(
     return _figure("rotation", chart, {"d_model": d_model, "base": DEFAULT_BASE})
 
 
+# RoPE on one pair of a query and a key, (x, y) the channels (2i, 2i + 1) as apply_rope's
+# interleaved layout pairs them: turned by the angle p * theta_i at position p.
+_ROTATED_X = "datum.raw_x * cos(datum.angle) - datum.raw_y * sin(datum.angle)"
+_ROTATED_Y = "datum.raw_y * cos(datum.angle) + datum.raw_x * sin(datum.angle)"
+
+
+def query_key_chart(
+    head_dim: int = 8,
+    pair: int = 1,
+    distance: int = 3,
+    shift: int = 0,
+    query: tuple[float, float] = (0.8, 0.3),
+    key: tuple[float, float] = (0.25, 0.6),
+) -> ExplorableFigure:
+    r"""A query and a key turned by RoPE in one pair's plane, and the angle between them.
+
+    The query sits at position :math:`m = t + \Delta` and the key at :math:`n = t`; RoPE turns
+    pair ``i`` of each by its position times :math:`\theta_i = \mathrm{base}^{-2i/d}` (Su et al.,
+    2021, eq. 34; :func:`pe_lib.rope.apply_rope`, interleaved layout, base
+    :data:`~pe_lib.rope_scaling.DEFAULT_BASE`). Moving both by ``t`` turns both by the same
+    angle, so the angle between them, :math:`(m - n)\,\theta_i` plus the angle they started
+    with, and their dot product stay as they are; the distance :math:`\Delta = m - n` changes
+    them. The browser evaluates both vectors, the angle and the product. Controls: the pair
+    (0 .. d/2 - 1), the distance (0 .. 20) and the shift ``t`` (0 .. 100); ``head_dim``, the
+    base and the unrotated pairs are fixed.
+
+    Args:
+        head_dim: size of the rotated vectors, even, in [4, 512] (not a control).
+        pair: starting pair index i.
+        distance: starting distance m - n, in [0, 20].
+        shift: starting shift t, in [0, 100].
+        query: the query's pair before any rotation, (channel 2i, channel 2i + 1), each
+            component in [-1, 1] and not both 0 (not a control).
+        key: the key's pair before any rotation, likewise.
+
+    Returns:
+        the figure; its vector dataset holds ``vector`` ("query" or "key"), ``position``,
+        ``x`` (channel 2i) and ``y`` (channel 2i + 1), and its caption dataset ``angle_deg``
+        (between the two, in [0, 180]) and ``dot``.
+    """
+    alt_ = _altair()
+    head_dim = _check_even_size("head_dim", head_dim)
+    pair = check_int_in_range("pair", pair, 0, head_dim // 2 - 1)
+    distance = check_int_in_range("distance", distance, 0, 20)
+    shift = check_int_in_range("shift", shift, 0, 100)
+    raw: dict[str, tuple[float, float]] = {}
+    for name, vector in (("query", query), ("key", key)):
+        if not isinstance(vector, (tuple, list)) or len(vector) != 2:
+            raise TypeError(f"{name} must be a pair (x, y) of real numbers, got {vector!r}")
+        x, y = (check_real(f"{name}[{index}]", value) for index, value in enumerate(vector))
+        if not (-1 <= x <= 1 and -1 <= y <= 1) or x == y == 0:
+            raise ValueError(
+                f"{name} must have both components in [-1, 1], not both 0, got {vector!r}"
+            )
+        raw[name] = (x, y)
+    params = [
+        _range("pair", pair, 0, head_dim // 2 - 1, 1, "pair i "),
+        _range("distance", distance, 0, 20, 1, "distance m − n "),
+        _range("shift", shift, 0, 100, 1, "both moved by t "),
+    ]
+    theta = _omega("pair", str(head_dim), repr(DEFAULT_BASE))
+    (qx, qy), (kx, ky) = raw["query"], raw["key"]
+    # The unrotated pairs and each vector's position, n = t for the key and m = t + distance.
+    vectors_data = alt_.Data(values=[{"vector": "query"}, {"vector": "key"}])
+
+    def unrotated(chart: Any) -> Any:
+        return chart.transform_calculate(
+            raw_x=f"datum.vector == 'query' ? {qx!r} : {kx!r}",
+            raw_y=f"datum.vector == 'query' ? {qy!r} : {ky!r}",
+            position="datum.vector == 'query' ? shift + distance : shift",
+        ).transform_calculate(angle=f"datum.position * {theta}")
+
+    scale = alt_.Scale(domain=[-1.1, 1.1], nice=False)
+    x_axis = alt_.X("x:Q", title="channel 2i", scale=scale, axis=alt_.Axis(tickCount=5))
+    y_axis = alt_.Y(
+        "y:Q",
+        axis=_y_axis(alt_, "channel 2i + 1", tickCount=5),
+        scale=alt_.Scale(domain=[-1.1, 1.6], nice=False),
+    )
+    # One legend for colour and shape (Vega-Lite merges channels with the same field and domain).
+    names = ["query", "key"]
+    legend = alt_.Legend(orient="bottom")
+    colour = alt_.Color(
+        "vector:N",
+        title=None,
+        scale=alt_.Scale(domain=names, range=[_FIRST, _SECOND]),
+        legend=legend,
+    )
+    shape = alt_.Shape(
+        "vector:N",
+        title=None,
+        scale=alt_.Scale(domain=names, range=["circle", "square"]),
+        legend=legend,
+    )
+    # The circles the two tips stay on: a rotation keeps lengths.
+    circles = (
+        unrotated(alt_.Chart(vectors_data))
+        .transform_calculate(degree="sequence(0, 361, 4)")
+        .transform_flatten(["degree"])
+        .transform_calculate(
+            radius="sqrt(datum.raw_x * datum.raw_x + datum.raw_y * datum.raw_y)",
+        )
+        .transform_calculate(
+            circle_x="datum.radius * cos(datum.degree * PI / 180)",
+            circle_y="datum.radius * sin(datum.degree * PI / 180)",
+        )
+        .mark_line(color=_CIRCLE, strokeWidth=1)
+        .encode(x="circle_x:Q", y="circle_y:Q", detail="vector:N", order="degree:Q")
+    )
+    tips = unrotated(alt_.Chart(vectors_data)).transform_calculate(x=_ROTATED_X, y=_ROTATED_Y)
+    arrows = tips.mark_rule(strokeWidth=3).encode(
+        x=x_axis, y=y_axis, x2=alt_.datum(0), y2=alt_.datum(0), color=colour
+    )
+    heads = tips.mark_point(filled=True, size=110, opacity=1).encode(
+        x="x:Q", y="y:Q", color=colour, shape=shape
+    )
+    # The angle between the key and the query, in [0, 180] degrees, and their dot product: both
+    # depend on the distance m - n, not on t.
+    raw_angle = f"atan2({qy!r}, {qx!r}) - atan2({ky!r}, {kx!r}) + distance * {theta}"
+    caption = (
+        alt_.Chart(alt_.Data(values=[{"line": "positions"}, {"line": "angle"}]))
+        .transform_calculate(
+            angle_deg=f"abs(180 - ((180 - ({raw_angle}) * 180 / PI) % 360 + 360) % 360)",
+            dot=f"{qx * kx + qy * ky!r} * cos(distance * {theta})"
+            f" + {qx * ky - qy * kx!r} * sin(distance * {theta})",
+        )
+        .transform_calculate(
+            text="datum.line == 'positions'"
+            " ? 'query at m = ' + (shift + distance) + ', key at n = ' + shift"
+            " : 'angle between them ' + format(datum.angle_deg, '.0f') + '°, q · k = '"
+            " + format(datum.dot, '.2f')",
+            text_y="datum.line == 'positions' ? 1.5 : 1.3",
+        )
+        .mark_text(align="left", baseline="middle", fontSize=12)
+        .encode(x=alt_.datum(-1.05), y=alt_.datum(0), text="text:N")
+    )
+    caption = caption.encode(y=alt_.Y("text_y:Q"))
+    chart = (
+        alt_.layer(circles, arrows, heads, caption, title="one pair of a query and a key, RoPE")
+        .properties(width=240, height=295)
+        .add_params(*params)
+    )
+    fixed: dict[str, float] = {
+        "head_dim": head_dim,
+        "base": DEFAULT_BASE,
+        "query_x": qx,
+        "query_y": qy,
+        "key_x": kx,
+        "key_y": ky,
+    }
+    return _figure("query_key", chart, fixed)
+
+
 # ALiBi's slope of head h (0-based) of n, from the rule in the authors' code (see
 # pe_lib.alibi.alibi_slopes): with c the largest power of two <= n, heads below c take
 # 2^(-8(h+1)/c), the others every other slope of 2c heads, 2^(-8(2(h-c)+1)/(2c)).
@@ -754,6 +908,7 @@ CHARTS: Mapping[str, Callable[..., ExplorableFigure]] = {
     "wavelength": wavelength_chart,
     "dot_product": dot_product_chart,
     "rotation": rotation_chart,
+    "query_key": query_key_chart,
     "alibi_bias": alibi_bias_chart,
     "scaling": scaling_chart,
 }

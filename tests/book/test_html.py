@@ -794,6 +794,23 @@ def _rotation(settings: dict, drawn: list[dict], problems: list[str]) -> None:
         problems.append(f"{len(drawn)} points drawn, expected pos and pos + k")
 
 
+def _query_key(settings: dict, drawn: list[dict], problems: list[str]) -> None:
+    head_dim, pair = int(settings["head_dim"]), int(settings["pair"])
+    shift, distance = int(settings["shift"]), int(settings["distance"])
+    positions = {"query": shift + distance, "key": shift}  # m = t + distance, n = t
+    for row in drawn:
+        name = row["vector"]
+        vector = torch.zeros(1, head_dim, dtype=torch.float64)
+        vector[0, 2 * pair] = settings[f"{name}_x"]
+        vector[0, 2 * pair + 1] = settings[f"{name}_y"]
+        rotated = pe_lib.apply_rope(vector, torch.tensor([positions[name]]))[0]
+        _close(row["position"], positions[name], f"{name} position", problems)
+        _close(row["x"], float(rotated[2 * pair]), f"{name} channel 2i", problems)
+        _close(row["y"], float(rotated[2 * pair + 1]), f"{name} channel 2i + 1", problems)
+    if sorted(row["vector"] for row in drawn) != ["key", "query"]:
+        problems.append(f"{len(drawn)} vectors drawn, expected the query and the key")
+
+
 def _alibi_bias(settings: dict, drawn: list[dict], problems: list[str]) -> None:
     num_heads, last = int(settings["num_heads"]), int(settings["max_distance"])
     slopes = pe_lib.alibi_slopes(num_heads)
@@ -851,6 +868,7 @@ FIGURE_REFERENCES = {
     "wavelength": ({"pair", "wavelength"}, _wavelength),
     "dot_product": ({"k", "dot"}, _dot_product),
     "rotation": ({"which", "x", "y"}, _rotation),
+    "query_key": ({"vector", "position", "x", "y"}, _query_key),
     "alibi_bias": ({"head", "slope", "distance", "bias"}, _alibi_bias),
     "scaling": ({"pair", "method", "ratio"}, _scaling),
 }

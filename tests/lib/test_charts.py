@@ -10,6 +10,7 @@ import dataclasses
 import importlib
 import inspect
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -279,3 +280,127 @@ def test_scaling_chart_draws_pe_libs_frequencies(
         assert drawn[name] == pytest.approx(ratio.tolist(), rel=1e-9), name
     if ell_ratio == 2.0:
         assert drawn["dynamic"][-1] == pytest.approx(0.5, rel=1e-12)
+
+
+def _drawn_layer_rows(
+    figure: ExplorableFigure, layer: int, fields: tuple[str, ...], **controls: float
+) -> list[dict[str, str]]:
+    """The rows of one layer of a layered figure as Vega computes them (in the pinned vl-convert,
+    Vega's own dataflow) with the controls set to ``controls``: each row's ``fields`` as text."""
+    import vl_convert
+
+    part = copy.deepcopy(figure.spec["layer"][layer])
+    params = copy.deepcopy(figure.spec["params"])
+    for param in params:
+        param["value"] = controls.get(param["name"], param["value"])
+    joined = " + '|' + ".join(
+        f"(isNumber(datum.{field}) ? format(datum.{field}, '.15e') : datum.{field})"
+        for field in fields
+    )
+    part.setdefault("transform", []).append({"calculate": joined, "as": "probe"})
+    spec = {
+        "params": params,
+        "data": part["data"],
+        "transform": part["transform"],
+        "mark": "text",
+        "encoding": {"text": {"field": "probe", "type": "nominal"}},
+    }
+    texts: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("text"), str) and "|" in node["text"]:
+                texts.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(vl_convert.vegalite_to_scenegraph(spec)["scenegraph"])
+    # d3-format writes a minus sign (U+2212), not a hyphen
+    texts = [text.replace("\u2212", "-") for text in texts]
+    return [dict(zip(fields, text.split("|"), strict=True)) for text in texts]
+
+
+QUERY_KEY_LAYERS = {"vectors": 2, "caption": 3}
+
+
+@pytest.mark.parametrize(
+    ("pair", "distance", "shift"), [(1, 3, 0), (1, 3, 57), (0, 7, 40), (3, 20, 100), (2, 0, 9)]
+)
+def test_query_key_chart_draws_apply_rope(pair: int, distance: int, shift: int) -> None:
+    """The query and the key the browser draws are apply_rope's at m = t + distance and n = t;
+    the angle and the dot product it prints are those of the rotated vectors."""
+    import torch
+
+    from pe_lib.rope import apply_rope
+
+    figure = charts.query_key_chart()
+    fixed = figure.spec["usermeta"]["fixed"]
+    head_dim = int(fixed["head_dim"])
+    settings = {"pair": pair, "distance": distance, "shift": shift}
+    rows = _drawn_layer_rows(
+        figure, QUERY_KEY_LAYERS["vectors"], ("vector", "position", "x", "y"), **settings
+    )
+    positions = {"query": shift + distance, "key": shift}
+    rotated = {}
+    for name, position in positions.items():
+        vector = torch.zeros(1, head_dim, dtype=torch.float64)
+        vector[0, 2 * pair : 2 * pair + 2] = torch.tensor(
+            [fixed[f"{name}_x"], fixed[f"{name}_y"]], dtype=torch.float64
+        )
+        rotated[name] = apply_rope(vector, torch.tensor([position]))[0, 2 * pair : 2 * pair + 2]
+    assert sorted(row["vector"] for row in rows) == ["key", "query"]
+    for row in rows:
+        name = row["vector"]
+        assert float(row["position"]) == positions[name]
+        assert [float(row["x"]), float(row["y"])] == pytest.approx(
+            rotated[name].tolist(), abs=1e-12
+        )
+    (caption, *_) = _drawn_layer_rows(
+        figure, QUERY_KEY_LAYERS["caption"], ("angle_deg", "dot"), **settings
+    )
+    q, k = rotated["query"], rotated["key"]
+    cosine = float(q @ k / (q.norm() * k.norm()))
+    assert float(caption["dot"]) == pytest.approx(float(q @ k), abs=1e-12)
+    assert float(caption["angle_deg"]) == pytest.approx(
+        math.degrees(math.acos(max(-1.0, min(1.0, cosine)))), abs=1e-6
+    )
+
+
+def test_query_key_chart_keeps_the_angle_when_both_move() -> None:
+    """Moving both positions by t leaves the angle and the product; the distance changes them."""
+    figure = charts.query_key_chart()
+    caption = QUERY_KEY_LAYERS["caption"]
+    seen = {
+        (distance, shift): _drawn_layer_rows(
+            figure, caption, ("angle_deg", "dot"), distance=distance, shift=shift
+        )[0]
+        for distance in (3, 4)
+        for shift in (0, 25, 100)
+    }
+    for distance in (3, 4):
+        values = {tuple(float(v) for v in seen[distance, t].values()) for t in (0, 25, 100)}
+        first = next(iter(values))
+        assert all(v == pytest.approx(first, abs=1e-9) for v in values)
+    assert float(seen[3, 0]["dot"]) != pytest.approx(float(seen[4, 0]["dot"]), abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "names"),
+    [
+        ({"pair": 4}, ValueError, "pair"),
+        ({"distance": 21}, ValueError, "distance"),
+        ({"shift": -1}, ValueError, "shift"),
+        ({"shift": 2.0}, TypeError, "shift"),
+        ({"head_dim": 7}, ValueError, "head_dim"),
+        ({"query": (0.0, 0.0)}, ValueError, "query"),
+        ({"key": (2.0, 0.0)}, ValueError, "key"),
+        ({"key": 0.5}, TypeError, "key"),
+        ({"query": (0.5, "1")}, TypeError, r"query\[1\]"),
+    ],
+)
+def test_query_key_chart_refuses_bad_arguments(kwargs, error, names) -> None:
+    with pytest.raises(error, match=names):
+        charts.query_key_chart(**kwargs)

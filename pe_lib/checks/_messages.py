@@ -330,8 +330,63 @@ _WORD_END = (
 )
 _VOWELS = "aeiou"
 # Words the book reads otherwise: "shape" and "type" as 셰입 and 타입 (the article writes
-# "shape이"), "RoPE" as 로프.
-_READINGS = {"shape": "consonant", "type": "consonant", "dtype": "consonant", "rope": "vowel"}
+# "shape이"), "RoPE" as 로프, ViT as 비트; the functions as a Korean reader names them: cos as
+# 코사인, sin as 사인, tan as 탄젠트 ("cos과 sin이", "tan를").
+_READINGS = {
+    "shape": "consonant",
+    "type": "consonant",
+    "dtype": "consonant",
+    "rope": "vowel",
+    "vit": "vowel",
+    "cos": "consonant",
+    "sin": "consonant",
+    "tan": "vowel",
+}
+# A number that is part of a name (Gemma 3, DeepSeek-V3, GPT-2, Qwen2.5, T5) is read in English,
+# as the name is: three 쓰리, one 원, seven 세븐, eight 에잇, nine 나인, ten 텐, twelve 트웰브,
+# thirteen 써틴, twenty 트웬티, hundred 헌드레드. A name starts with a capital letter; a number after
+# a lowercase word (float16, slopes 8) or alone is read in Korean.
+_ENGLISH_DIGIT_END = dict(
+    zip(
+        "0123456789",
+        (
+            "vowel",
+            "consonant",
+            "vowel",
+            "vowel",
+            "vowel",
+            "vowel",
+            "vowel",
+            "consonant",
+            "consonant",
+            "consonant",
+        ),
+        strict=True,
+    )
+)
+_NAME_NUMBER = re.compile(r"(?<![\w.])[A-Z][A-Za-z]*(?:-[A-Za-z]+)*[- ]?([0-9]+(?:\.[0-9]+)?)$")
+# A fraction is read denominator first, the numerator last: 1/2 is 이분의 일, 3/4 사분의 삼.
+_FRACTION = re.compile(r"(?<![\w.])([0-9]+)/[0-9]+$")
+# A power ends on 제곱 or 승: a^2 is a 제곱, 10^4 is 10의 4승.
+_POWER = re.compile(r"(?:\^|\*\*)(?:-?[0-9A-Za-z]+|\{[^{}]*\})$")
+
+
+def _english_number_end(number: str) -> str:
+    """The final sound of ``number`` read in English, as in a model's name."""
+    whole, _, fraction = number.partition(".")
+    if fraction:  # "two point five": the digits after the point one by one
+        return _ENGLISH_DIGIT_END[fraction[-1]]
+    value = int(whole)
+    if value >= 100 and value % 100 == 0:
+        return "vowel"  # hundred, thousand
+    value %= 100
+    if value == 12:
+        return "vowel"  # twelve
+    if 10 <= value <= 19:
+        return "consonant"  # ten, eleven, -teen
+    if value >= 20 and value % 10 == 0:
+        return "vowel"  # -ty
+    return _ENGLISH_DIGIT_END[str(value % 10)]
 
 
 def _word_end(word: str) -> str:
@@ -385,13 +440,24 @@ def final_sound(text: str) -> str:
     """How ``text`` ends when read aloud in Korean: ``"consonant"``, ``"rieul"`` or ``"vowel"``.
 
     Hangul by its last syllable's final consonant; a number by its Korean reading (``10``, 십;
-    ``0.1``, 일; ``7``, 칠); a Latin word as a Korean loanword ends (``RuntimeError``, 에러;
-    ``cos``... see :data:`_WORD_END`); a single letter or an all-capital abbreviation by its
-    letters' names (``x``, 엑스; ``L``, 엘). What :func:`read_last` leaves unread is skipped.
+    ``0.1``, 일; ``7``, 칠), but in English where it is part of a name (``Gemma 3``, 쓰리;
+    ``DeepSeek-V3``; ``Llama 3.1``, 원); a fraction by its numerator (``1/2``, 이분의 일); a power
+    by 제곱 or 승 (``a^2``, ``10^4``); a Latin word as a Korean loanword ends (``RuntimeError``,
+    에러; see :data:`_WORD_END`), or as the book reads it (``cos``, 코사인; ``tan``, 탄젠트;
+    ``ViT``, 비트); a single letter or an all-capital abbreviation by its letters' names (``x``,
+    엑스; ``L``, 엘). What :func:`read_last` leaves unread is skipped.
     """
     stripped = read_last(text)
     if not stripped:
         return "vowel"
+    if _POWER.search(stripped):
+        return "consonant"
+    fraction = _FRACTION.search(stripped)
+    if fraction:
+        return final_sound(fraction.group(1))
+    name = _NAME_NUMBER.search(stripped)
+    if name:
+        return _english_number_end(name.group(1))
     last = stripped[-1]
     if _HANGUL_FIRST <= ord(last) <= _HANGUL_LAST:
         final = (ord(last) - _HANGUL_FIRST) % 28

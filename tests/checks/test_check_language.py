@@ -187,6 +187,30 @@ BARE_PARTICLE = re.compile(
         ("self.pe", "를", "self.pe를"),  # 피이
         ("DropoutNeverBuilt.__init__", "는", "DropoutNeverBuilt.__init__은"),  # 이닛
         ("θ", "을", "θ를"),  # 세타
+        # as a Korean reader says them, and the book's prose with them
+        ("cos", "와", "cos과"),  # 코사인
+        ("cos", "가", "cos이"),
+        ("sin", "를", "sin을"),  # 사인
+        ("tan", "이", "tan가"),  # 탄젠트
+        ("1/2", "가", "1/2이"),  # 이분의 일
+        ("3/4", "를", "3/4을"),  # 사분의 삼
+        ("2/3", "을", "2/3를"),  # 삼분의 이
+        ("1/16", "를", "1/16을"),  # 십육분의 일
+        ("a^2", "가", "a^2이"),  # a 제곱
+        ("10^4", "를", "10^4을"),  # 10의 4승
+        ("2**16", "가", "2**16이"),  # 2의 16승
+        ("ViT", "이", "ViT가"),  # 비트
+        ("Gemma 3", "이", "Gemma 3가"),  # 쓰리
+        ("DeepSeek-V3", "은", "DeepSeek-V3는"),  # 브이쓰리
+        ("Llama 3.1", "와", "Llama 3.1과"),  # 쓰리 포인트 원
+        ("GPT-2", "이", "GPT-2가"),  # 투
+        ("Qwen2.5", "을", "Qwen2.5를"),  # 파이브
+        ("Llama 4", "으로", "Llama 4로"),  # 포
+        ("Phi-3", "은", "Phi-3는"),
+        ("Gemma 7", "가", "Gemma 7이"),  # 세븐
+        ("T5", "이", "T5가"),  # 파이브
+        ("float16", "로", "float16으로"),  # a dtype: 육 (a lowercase word is not a name)
+        ("slopes 8", "가", "slopes 8이"),  # 팔
     ],
 )
 def test_a_particle_fits_the_last_sound_of_what_it_follows(
@@ -241,8 +265,8 @@ def test_the_style_check_sees_each_fault() -> None:
     assert korean_style_problems("{call}이(가) 값을(를) 반환했다.")
     assert korean_style_problems("'절반' 배치의 회전이다.")
     assert not korean_style_problems("앞에 크기 1인 배치 차원이 있어도 된다.")
-    assert korean_style_problems("짝수 열에 코사인이 있다: sin과 cos가 뒤바뀌었다.")
-    assert not korean_style_problems("짝수 열에 코사인이 있다. 즉 sin과 cos가 뒤바뀌었다.")
+    assert korean_style_problems("짝수 열에 코사인이 있다: sin과 cos이 뒤바뀌었다.")
+    assert not korean_style_problems("짝수 열에 코사인이 있다. 즉 sin과 cos이 뒤바뀌었다.")
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,12 @@ message extraction or translation, and this extension brings it in:
   The other theme's words ("Color mode") are Sphinx's own domain, which Sphinx reads from
   ``locale/ko/LC_MESSAGES/sphinx.po`` by itself.
 
+- the theme's words it writes in English whatever the language: the sidebar toggles' tooltips
+  and the footer's "By" (templates in ``book/_templates`` that put them through the catalogue),
+  the search box's placeholder (a theme option) and the launch buttons' tooltips, which the theme
+  builds as "Launch on" + " Binder", an order Korean cannot take: both are translated here, from
+  ``locale/ko/LC_MESSAGES/sphinx.po`` ("Launch on %(service)s").
+
 It also adds a search language for Korean (``html_search_language = "ko"``): Sphinx has none, and
 its English fallback indexes a Korean word with its particle (``인코딩은``, ``인코딩을``), so that
 a search for ``인코딩`` finds neither. The Korean one indexes and searches by the word without
@@ -224,8 +230,41 @@ def register_theme_catalogue(app: Sphinx, config: Any) -> None:
         app.add_message_catalog(BOOK_THEME_CATALOGUE, root)
 
 
+#: The words sphinx-book-theme puts before a launch button's service ("Launch on" + " Binder").
+LAUNCH_ON = "Launch on "
+
+
+def translate_theme_words(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """The search box's placeholder and the launch buttons' tooltips in the page's language.
+
+    Runs after sphinx-book-theme has made the buttons (its handler's priority is 501): a tooltip
+    "Launch on Binder" becomes the translation of "Launch on %(service)s" with the service's
+    name, so that a language may put the name first ("Binder에서 실행")."""
+    if not app.config.language or app.config.language == "en":
+        return
+    from sphinx.locale import _
+
+    if isinstance(context.get("theme_search_bar_text"), str):
+        context["theme_search_bar_text"] = str(_(context["theme_search_bar_text"]))
+
+    def walk(buttons: Any) -> None:
+        for button in buttons if isinstance(buttons, list) else []:
+            if not isinstance(button, dict):
+                continue
+            tooltip = button.get("tooltip")
+            if isinstance(tooltip, str) and tooltip.startswith(LAUNCH_ON):
+                service = tooltip[len(LAUNCH_ON) :]
+                button["tooltip"] = str(_("Launch on %(service)s")) % {"service": service}
+            walk(button.get("buttons"))  # a group's (the launch buttons' menu)
+
+    walk(context.get("header_buttons"))
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", register_theme_catalogue)
+    app.connect("html-page-context", translate_theme_words, priority=600)
     app.add_transform(ExerciseTitles)
     app.add_transform(TranslatedExerciseRegistry)
     app.add_transform(TranslatedTocCaptions)

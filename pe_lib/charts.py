@@ -554,7 +554,7 @@ def query_key_chart(
     The query sits at position :math:`m = t + \Delta` and the key at :math:`n = t`; RoPE turns
     pair ``i`` of each by its position times :math:`\theta_i = \mathrm{base}^{-2i/d}` (Su et al.,
     2021, eq. 34; :func:`pe_lib.rope.apply_rope`, interleaved layout, base
-    :data:`~pe_lib.rope_scaling.DEFAULT_BASE`). Moving both by ``t`` turns both by the same
+    :data:`~pe_lib.sinusoidal.DEFAULT_BASE`). Moving both by ``t`` turns both by the same
     angle, so the angle between them, :math:`(m - n)\,\theta_i` plus the angle they started
     with, and their dot product stay as they are; the distance :math:`\Delta = m - n` changes
     them. The browser evaluates both vectors, the angle and the product. Controls: the pair

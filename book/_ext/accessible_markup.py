@@ -80,6 +80,8 @@ def depart_hidden_input(self: Any, node: HideCodeCellNode) -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
+    # Its companion for the reader's screen: solution titles and dotted names in inline code.
+    app.setup_extension("screen_markup")
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.add_node(nodes.entry, override=True, html=(visit_entry, depart_entry))
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_input, depart_hidden_input))

@@ -12,8 +12,9 @@ the page's context:
 - the search page: ``pe-search.js``, which writes each result's snippet, and ``pe-search.css``
   (Sphinx's own are turned off with ``html_show_search_summary``); ``pe-search-weights.js``, how
   densely each page uses each word, which the search scorer reads (``search_ranking.py``);
-- code or printed output: ``pe-scroll-boxes.js``, which makes each box that scrolls sideways
-  reachable with the keyboard and labelled.
+- code, printed output or a table: ``pe-scroll-boxes.js``, which makes each box that scrolls
+  sideways reachable with the keyboard and labelled, and fades the edge beyond which it has more;
+- every page: ``pe-tooltips.js``, which lets Esc dismiss the header buttons' tooltips.
 
 The book's own files are added to the pages that use them, and to no other, by Sphinx's
 ``add_js_file`` and ``add_css_file`` called during ``html-page-context`` (documented: "added to
@@ -114,6 +115,19 @@ def _search(page: Page) -> bool:
     return page.pagename == "search"
 
 
+def _scroll_boxes(page: Page) -> bool:
+    """Code, printed output or a table: boxes that may scroll sideways."""
+    return (
+        _code(page)
+        or page.nodes(lambda n: isinstance(n, nodes.table))
+        or page.raw_html('class="pe-table-box"')
+    )
+
+
+def _every(page: Page) -> bool:
+    return True
+
+
 # The book's own files: name, priority (the Korean font's stylesheets before the configured ones,
 # the scripts with them) and whether a page uses it.
 OWN: list[tuple[str, int, Callable[[Page], bool]]] = [
@@ -125,12 +139,13 @@ OWN: list[tuple[str, int, Callable[[Page], bool]]] = [
     ("pe-search.js", 500, _search),
     ("pe-search.css", 500, _search),
     ("pe-search-weights.js", 500, _search),
-    ("pe-scroll-boxes.js", CONFIGURED, _code),
+    ("pe-scroll-boxes.js", CONFIGURED, _scroll_boxes),
+    ("pe-tooltips.js", CONFIGURED, _every),
 ]
 # The scripts that work on the page's markup once it is read: the page is drawn without waiting
 # for them (``defer``; they run in order, before ``DOMContentLoaded``). The search page's scripts
 # run with Sphinx's, which are not deferred.
-DEFERRED = {"pe-charts.js", "pe-math.js", "pe-scroll-boxes.js"}
+DEFERRED = {"pe-charts.js", "pe-math.js", "pe-scroll-boxes.js", "pe-tooltips.js"}
 
 
 def _toggles(page: Page) -> bool:

@@ -247,6 +247,8 @@ def _scorer(app: Sphinx, config: Any) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    # The search page's other half: the text its snippets quote, a small file per page.
+    app.setup_extension("search_text")
     app.connect("config-inited", _scorer)
     app.connect("doctree-read", _read)
     app.connect("env-purge-doc", _purge)

@@ -6,7 +6,9 @@
 // looks for the stemmed word ("rotari" for "rotary"), and where that is not in the text it quotes
 // the page from its start, the article's header (the language switch, the download buttons); it
 // quotes math as its TeX source (\(\theta_i\)), and gives an API entry no snippet. This reads the
-// results Sphinx lists (ul.search li, each with a link) and adds the snippet (p.context) itself.
+// results Sphinx lists (ul.search li, each with a link) and adds the snippet (p.context) itself,
+// from the small text file the build wrote for each page (book/_ext/search_text.py), not from
+// the page itself (fetching every result's page cost 4.3 MB for "rotary").
 //
 // The word is looked for as Sphinx found it: a word of the text whose stem (Sphinx's Stemmer, from
 // the edition's language_data.js) is the searched word's, or that holds the searched word
@@ -15,9 +17,6 @@
 (function () {
   "use strict";
   const WIDTH = 240; // the most characters a snippet shows
-  const PROSE = "p, li, dt, dd, h1, h2, h3, h4, h5, h6, th, td, caption, figcaption";
-  const CODE = "pre";
-  const NOT_PROSE = "pre, div.highlight, .cell_input, .cell_output";
   // Words after which a full stop ends no sentence.
   const NO_END = new Set(["e.g", "i.e", "al", "etc", "fig", "eq", "vs", "cf", "sec", "no"]);
 
@@ -71,34 +70,33 @@
       .trim();
   }
 
-  // Each fetched page, prepared once: the article, its math as text, without what no reader
-  // reads as its text (scripts, navigation, the heading's link marks).
+  // Each result's page as the snippets read it: the text file the build wrote for it
+  // (book/_ext/search_text.py), fetched once, its math turned into text. Its blocks, in document
+  // order: [kind, text] with kind "p" (prose), "t" (an API entry's signature, with the blocks of
+  // its description) or "c" (code); its ids, each with the blocks of the element that holds it.
+  const root = new URL(document.documentElement.dataset.content_root || "./", location.href);
+  const suffix = (window.DOCUMENTATION_OPTIONS || {}).FILE_SUFFIX || ".html";
+  const MATH = /\x01([^\x02]*)\x02/g;
   const pages = new Map();
-  function page(path) {
-    if (!pages.has(path)) {
-      pages.set(path, fetch(path).then(async (response) => {
+  function page(url) {
+    let docname = url.pathname.startsWith(root.pathname)
+      ? decodeURIComponent(url.pathname.slice(root.pathname.length)) : null;
+    if (docname === null || !docname.endsWith(suffix)) return Promise.resolve(null);
+    docname = docname.slice(0, -suffix.length);
+    if (!pages.has(docname)) {
+      const file = new URL(`_static/search-text/${docname}.json`, root);
+      pages.set(docname, fetch(file).then(async (response) => {
         if (!response.ok) return null;
-        const doc = new DOMParser().parseFromString(await response.text(), "text/html");
-        const article = doc.querySelector("article") || doc.body;
-        for (const element of article.querySelectorAll(
-          "script, style, nav, .headerlink, .toctree-wrapper, .pe-edition-switch")) {
-          element.remove();
+        const text = await response.json();
+        for (const block of text.blocks) {
+          block[1] = block[1].replace(MATH, (_, tex) => plainMath(tex));
+          if (block[0] !== "c") block[1] = block[1].replace(/\s+/g, " ").trim();
         }
-        // Inline math stands between the prose's own spaces; display math is a block of its own.
-        // A formula's text is its TeX, which KaTeX keeps in its MathML's annotation (the rest of
-        // its markup repeats each symbol, drawn and spoken).
-        for (const math of article.querySelectorAll(".math")) {
-          const tex = math.querySelector('annotation[encoding="application/x-tex"]');
-          const text = plainMath((tex || math).textContent);
-          math.textContent = math.tagName === "DIV" ? ` ${text} ` : text;
-        }
-        return article;
-      }));
+        return text;
+      }).catch(() => null));
     }
-    return pages.get(path);
+    return pages.get(docname);
   }
-
-  const flat = (element) => element.textContent.replace(/\s+/g, " ").trim();
 
   // The words searched for: as typed, and stemmed as Sphinx stems them.
   function searched() {
@@ -174,52 +172,36 @@
              length: end - start };
   }
 
-  // The part of a page a result links to: the API entry (its signature and description), the
-  // section, or the whole article.
-  function target(article, anchor) {
-    const found = anchor && article.querySelector(`[id="${CSS.escape(anchor)}"]`);
-    if (!found) return [article];
-    if (found.tagName === "DT") {
-      // A method's or attribute's signature names it alone (forward(ids, positions=None)); the
-      // search found it by its full name (pe_lib.pretrained.RotaryLlama.forward): the owner's
-      // name is put before its own, as a class's signature has its module's.
-      const own = found.querySelector(".sig-name");
-      const dot = found.id.lastIndexOf(".");
-      if (own && dot > 0 && !found.querySelector(".sig-prename") && !found.dataset.peNamed) {
-        own.before(found.id.slice(0, dot + 1));
-        found.dataset.peNamed = "true";
-      }
-      return found.nextElementSibling ? [found, found.nextElementSibling] : [found];
-    }
-    return [found];
+  // The blocks of the part of a page a result links to: the API entry (its signature and
+  // description), the section, or the whole article.
+  function target(text, anchor) {
+    const span = anchor && text.ids[anchor];
+    return span ? text.blocks.slice(span[0], span[1]) : text.blocks;
   }
 
   // The snippet of a result: its sentence with the word, from the prose first (where it uses the
   // word itself, else where it translates it), then from a line of code.
-  function snippetOf(roots, words) {
-    const blocks = (selector, keep) => roots.flatMap((root) =>
-      (root.matches(selector) ? [root] : []).concat(Array.from(root.querySelectorAll(selector))))
-      .filter(keep);
-    const prose = blocks(PROSE, (b) => !b.closest(NOT_PROSE)).map((block) => [block, flat(block)]);
-    const code = blocks(CODE, () => true).flatMap((block) =>
-      block.textContent.split("\n").map((line) => [block, line.trim()]));
+  function snippetOf(text, blocks, words) {
+    const prose = blocks.filter((block) => block[0] !== "c");
+    const code = blocks.filter((block) => block[0] === "c").flatMap((block) =>
+      block[1].split("\n").map((line) => ["c", line.trim()]));
     let best = null;
-    for (const [block, text] of prose) {
-      const found = findWord(text, words);
-      if (found && (best === null || found.level < best.level)) best = { block, text, ...found };
+    for (const block of prose) {
+      const found = findWord(block[1], words);
+      if (found && (best === null || found.level < best.level)) best = { block, ...found };
       if (best && best.level === 0) break;
     }
-    for (const [block, text] of best ? [] : code) {
-      const found = findWord(text, words);
-      if (found) { best = { block, text, ...found }; break; }
+    for (const block of best ? [] : code) {
+      const found = findWord(block[1], words);
+      if (found) { best = { block, ...found }; break; }
     }
     if (best) {
-      const { block, text, span } = best;
-      const found = sentence(text, span[0], span[1]);
+      const { block, span } = best;
+      const found = sentence(block[1], span[0], span[1]);
       // An API entry named with the word: its signature, then what its description says first.
-      const description = block.tagName === "DT" && block.nextElementSibling;
-      if (description && description.tagName === "DD") {
-        const said = flat(description);
+      if (block[0] === "t" && block[2]) {
+        const said = text.blocks.slice(block[2][0], block[2][1])
+          .filter((part) => part[0] !== "c").map((part) => part[1]).join(" ").trim();
         if (said) {
           const first = sentence(said, 0, 0);
           found.tail = (found.tail || "") + " — " + first.text + first.tail;
@@ -229,7 +211,7 @@
     }
     // The page matched on a word it uses nowhere in its text (a title, an index entry): its
     // first sentence.
-    const first = prose.map(([, text]) => text).find((text) => text.length > 0);
+    const first = prose.map((block) => block[1]).find((line) => line.length > 0);
     return first ? sentence(first, 0, 0) : null;
   }
 
@@ -238,8 +220,9 @@
     if (!link || item.dataset.peSnippet) return;
     item.dataset.peSnippet = "pending";
     const url = new URL(link.href, location.href);
-    const article = await page(url.pathname);
-    const found = article && snippetOf(target(article, decodeURIComponent(url.hash.slice(1))), words);
+    const text = await page(url);
+    const found = text
+      && snippetOf(text, target(text, decodeURIComponent(url.hash.slice(1))), words);
     if (found) {
       const paragraph = document.createElement("p");
       paragraph.className = "context";

@@ -103,6 +103,7 @@ USERS = {
     "pe-search.css": {"search"},
     "pe-search-weights.js": {"search"},
     "pe-scroll-boxes.js": {"uses"},
+    "pe-tooltips.js": {"index", "uses", "notebook", "search"},
 }
 
 

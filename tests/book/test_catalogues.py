@@ -308,6 +308,13 @@ REJECTED = {
     r"찍힌|찍어 보|찍는 수(?!준)|찍는다|찍고": "출력",
     "간직": "저장해 두",
     r"\d\s+%": "a percentage written without a space (90%)",
+    # The field's words (the full form 키-값 캐시 once, at first mention: "KV 캐시(키-값 캐시)").
+    r"(?<!KV 캐시\()(?<!KV 캐시\*\()키-값 캐시": "KV 캐시",
+    "슬라이딩 창": "슬라이딩 윈도우",
+    "전체 패스": "전체 순전파",
+    "진짜 토큰|첫 실제 토큰": "패딩이 아닌 첫 토큰",
+    "내보[내낸낼]": "축출하다 (evicting)",
+    "한 줄 너머": "직선 너머 (a line of text is not meant)",
 }
 
 
@@ -333,6 +340,10 @@ def test_the_rejected_words_are_seen() -> None:
         "무작위로 찍는 수준", article
     )
     assert rejected_words("90 %를", article) and not rejected_words("90%를", article)
+    assert rejected_words("키-값 캐시에 기억한다", article)
+    assert not rejected_words("*KV 캐시*(키-값 캐시)에 기억한다", article)
+    assert rejected_words("로짓을 전체 패스와 비교하면", article)
+    assert rejected_words("나머지는 내보낸다", article)
     title = "*Transformer Encoder: 문맥을 이해하는 핵심 블록*"
     assert whitespace(title.strip("*")) in article and not rejected_words(title, article)
 

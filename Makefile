@@ -285,9 +285,9 @@ korean-test: $(STAMP) book book-ko
 ## korean-html-test: every page of the Korean edition in headless Chromium, offline.
 korean-html-test: $(STAMP) book book-ko $(AXE)
 	BOOK_HTML_DIR=$(KO_HTML) $(BIN)/python -m pytest -m "html and korean_browser" \
-		tests/book/test_html.py
+		tests/book/html
 # What the browser checks on every Korean page is chosen by a marker (korean_browser, in
-# tests/book/test_html.py): what differs from its English twin. It reads offline (math, links,
+# tests/book/html/): what differs from its English twin. It reads offline (math, links,
 # images, every Hangul glyph from the web font), its text fits 400 px, every figure is live,
 # search finds Korean words, axe finds no serious violation (light theme), and what each page
 # weighs. What the two editions share, proven identical by `make korean-test` (code, outputs,

@@ -1,0 +1,239 @@
+"""Formulas: typeset when the book was built, fitted to the column as soon as the page is read
+(even in a browser that never has an idle moment), copied as their TeX, never cut or given a
+scrollbar; far ones fitted as the reader nears them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.book.html.book_pages import (
+    CHART_THEME,
+    FIGURE_TIMEOUT_MS,
+    HTML_DIR,
+    LAZY_PAGE,
+    NARROW_WIDTH,
+    OVERFLOWING,
+    PAGES,
+    PAGES_WITH_FIGURES,
+    WIDE_WIDTH,
+    _not_available,
+    _open,
+    _open_as_loaded,
+    _open_wide,
+)
+
+pytestmark = pytest.mark.html
+
+
+# A browser that never has an idle moment, as one of several headless tabs has been seen to have
+# for minutes: requestIdleCallback calls back only when a timeout it was given passes.
+NEVER_IDLE = """window.requestIdleCallback = (callback, options) =>
+    options && options.timeout !== undefined ? setTimeout(callback, options.timeout) : 0;"""
+
+
+def test_formulas_are_there_and_fitted_at_load_with_no_idle_moment(visit) -> None:
+    """No typesetter to wait for: when the page has loaded, every formula is typeset and the
+    equations are fitted, even in a browser that never has an idle moment."""
+    page = visit("book/07_rope_alibi.html", init_script=NEVER_IDLE).page
+    state = page.evaluate(
+        """() => ({fitted: document.documentElement.dataset.peMathFitted,
+            math: document.querySelectorAll('div.math, span.math').length,
+            typeset: document.querySelectorAll('div.math .katex, span.math .katex').length})"""
+    )
+    assert state["fitted"] == "true", state
+    assert state["math"] > 50 and state["typeset"] == state["math"], state
+
+
+# A selection copied (document.execCommand('copy') fires the page's copy event): what the
+# clipboard gets, and each selected formula's TeX (KaTeX's MathML annotation).
+COPY = """(selector) => {
+    const element = document.querySelector(selector);
+    const range = document.createRange();
+    range.selectNodeContents(element);
+    const selection = getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    let text = null;
+    window.addEventListener('copy', (event) => {
+        text = event.clipboardData.getData('text/plain');
+    }, {once: true});
+    document.execCommand('copy');
+    return {text, tex: Array.from(element.querySelectorAll('annotation[encoding="application/x-tex"]'),
+                                  node => node.textContent)};
+}"""
+
+
+def test_a_copied_formula_is_its_tex(visit) -> None:
+    """Copying text with formulas gives each formula's TeX ($...$, $$...$$ for a display), not
+    KaTeX's glyphs, and no equation number."""
+    page = visit("book/02_sinusoidal_formula.html").page
+    page.evaluate(
+        "() => { const p = Array.from(document.querySelectorAll('article p'))"
+        ".find(p => p.querySelector('span.math')); p.id = 'pe-copy-inline'; }"
+    )
+    inline = page.evaluate(COPY, "#pe-copy-inline")
+    display = page.evaluate(COPY, "article div.math")
+    assert inline["tex"], "no inline formula selected (a vacuous check)"
+    for tex in inline["tex"]:
+        assert f"${tex}$" in inline["text"], inline
+    assert display["text"].strip() == f"$${display['tex'][0]}$$", display
+
+
+MATH_BOXES = "article div.math > .katex-display"
+
+
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_no_equation_is_cut_at_1280(visit, relpath: str) -> None:
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    cut = _open_wide(visit, relpath).evaluate(OVERFLOWING, MATH_BOXES)
+    assert not cut, f"{relpath}: display equations wider than the column at 1280 px: {cut}"
+
+
+# Inline formulas that are scroll boxes, and scroll boxes of display math a keyboard cannot
+# reach or a screen reader cannot name.
+MATH_SCROLLERS = """() => {
+    const bad = [];
+    for (const box of document.querySelectorAll(
+            'article div.math > .katex-display, article span.math > .katex')) {
+        const style = getComputedStyle(box);
+        const scrolls = ['auto', 'scroll'].includes(style.overflowX);
+        const text = (box.closest('.math') || box).textContent.slice(0, 40);
+        const inline = !box.classList.contains('katex-display');
+        const bar = box.offsetHeight - box.clientHeight - parseFloat(style.borderTopWidth)
+            - parseFloat(style.borderBottomWidth);
+        const overflowing = box.scrollWidth > box.clientWidth + 1;
+        if (inline && scrolls && !box.classList.contains('pe-math-scrolls')) {
+            bad.push(`inline formula is a scroll box (scrollbar ${bar} px): ${text}`);
+        } else if (scrolls && overflowing && !(box.tabIndex >= 0 && box.getAttribute('aria-label'))) {
+            bad.push(`formula scrolls, unreachable by keyboard or unnamed: ${text}`);
+        } else if (scrolls && bar > 0 && !overflowing) {
+            bad.push(`formula shows a scrollbar with nothing to scroll: ${text}`);
+        }
+    }
+    return bad;
+}"""
+
+
+@pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_no_inline_formula_scrolls_with_scrollbars_shown(
+    browser_with_scrollbars, base_url, relpath: str, width: int
+) -> None:
+    """With scrollbars shown, no inline formula is a scroll box, none shows a scrollbar it does
+    not need, and a display formula that still scrolls is focusable and named."""
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    page_visit = _open(
+        browser_with_scrollbars, base_url, relpath, viewport={"width": width, "height": 900}
+    )
+    try:
+        bad = page_visit.page.evaluate(MATH_SCROLLERS)
+    finally:
+        page_visit.close()
+    assert not bad, f"{relpath} at {width} px ({len(bad)}): {bad[:5]}"
+
+
+# The layouts Chromium ran (the DevTools protocol's Performance.getMetrics, LayoutCount) while
+# the page fitted its equations again after the column changed width.
+REFIT_LAYOUTS_PAGE = "book/07_rope_alibi.html"
+
+
+def test_equations_are_fitted_in_one_layout(browser, base_url) -> None:
+    """pe-math.js measures every equation, then writes: one layout for the page, not one per
+    equation (chapter 7 has over a hundred formulas)."""
+    if REFIT_LAYOUTS_PAGE not in PAGES:
+        _not_available(f"{REFIT_LAYOUTS_PAGE} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, REFIT_LAYOUTS_PAGE, viewport={"width": WIDE_WIDTH, "height": 900}
+    )
+    try:
+        page = page_visit.page
+        session = page.context.new_cdp_session(page)
+        session.send("Performance.enable")
+        formulas = page.locator("article .katex").count()
+
+        def layouts() -> int:
+            metrics = session.send("Performance.getMetrics")["metrics"]
+            return int(next(m["value"] for m in metrics if m["name"] == "LayoutCount"))
+
+        page.wait_for_timeout(500)
+        start = layouts()
+        # Narrow the column by 30 px: the ResizeObserver fits every equation again.
+        page.evaluate("""() => new Promise(resolve => {
+            document.querySelector('article').style.maxWidth =
+                (document.querySelector('article').clientWidth - 30) + 'px';
+            requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(resolve, 200)));
+        })""")
+        spent = layouts() - start
+    finally:
+        page_visit.close()
+    assert formulas > 50, f"only {formulas} formulas on {REFIT_LAYOUTS_PAGE}: a vacuous check"
+    assert spent <= 4, f"{spent} layouts to fit {formulas} formulas again (expected one or two)"
+
+
+# The page's last display formula and last figure, where they are and whether they are done.
+FAR_BELOW = """() => {
+    const formula = Array.from(document.querySelectorAll('article div.math')).pop();
+    const figure = Array.from(document.querySelectorAll('article div.pe-chart')).pop();
+    const box = formula.querySelector('.katex-display');
+    return {
+        screens: Math.min(formula.getBoundingClientRect().top,
+                          figure.getBoundingClientRect().top) / innerHeight,
+        formulas: document.querySelectorAll('div.math, span.math').length,
+        typeset: document.querySelectorAll('div.math .katex, span.math .katex').length,
+        formulaTypeset: box !== null && box.querySelector('.katex-mathml math') !== null,
+        formulaText: box ? box.querySelector('.katex-html').textContent.trim().slice(0, 40) : '',
+        figureState: figure.dataset.peChartState || null,
+        figureSvg: figure.querySelector('svg') !== null,
+        vegaLoaded: typeof window.vega !== 'undefined',
+        pageWidth: document.documentElement.scrollWidth,
+    };
+}"""
+# Every display formula: within its box (fitted by pe-math.js) or a named, focusable scroll box.
+UNFITTED = """() => Array.from(document.querySelectorAll('article div.math > .katex-display'))
+    .filter(box => box.getClientRects().length > 0)
+    .filter(box => box.scrollWidth > box.clientWidth + 1
+        && !(box.classList.contains('pe-math-scrolls') && box.tabIndex >= 0
+             && box.getAttribute('aria-label')))
+    .map(box => (box.closest('.math') || box).textContent.slice(0, 40))"""
+
+
+def test_far_formulas_and_figures_wait_until_the_reader_scrolls_to_them(browser, base_url) -> None:
+    """At 400 px, after loading, every formula is typeset and fitted, the last one far below too
+    (with its MathML for a screen reader), while a figure far below is not yet drawn (nor is Vega
+    loaded); scrolled to, the figure is drawn, in the theme the page has then, and no inline
+    formula is a scroll box."""
+    if LAZY_PAGE not in PAGES or LAZY_PAGE not in PAGES_WITH_FIGURES:
+        _not_available(f"{LAZY_PAGE} is not built with its figure: run `make book` first")
+    page_visit = _open_as_loaded(browser, base_url, LAZY_PAGE)
+    try:
+        page = page_visit.page
+        loaded = page.evaluate(FAR_BELOW)
+        unfitted = page.evaluate(UNFITTED)
+        # The reader switches to the dark theme before reaching the figure.
+        page.evaluate("() => document.documentElement.dataset.theme = 'dark'")
+        page.evaluate(
+            "() => Array.from(document.querySelectorAll('article div.pe-chart')).pop()"
+            ".scrollIntoView()"
+        )
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('article div.pe-chart')).pop()"
+            ".dataset.peChartState",
+            timeout=FIGURE_TIMEOUT_MS,
+        )
+        scrolled = page.evaluate(FAR_BELOW)
+        chart = page.evaluate(CHART_THEME)[-1]
+        scrollers = page.evaluate(MATH_SCROLLERS)
+    finally:
+        page_visit.close()
+    assert loaded["screens"] > 3, f"{LAZY_PAGE}: nothing far below the first screen: {loaded}"
+    assert loaded["formulaTypeset"] and loaded["formulaText"], f"at load: {loaded}"
+    assert loaded["pageWidth"] <= NARROW_WIDTH, f"at load, wider than the screen: {loaded}"
+    assert loaded["typeset"] == loaded["formulas"], f"at load, formulas not typeset: {loaded}"
+    assert loaded["figureState"] is None and not loaded["figureSvg"], f"at load: {loaded}"
+    assert not loaded["vegaLoaded"], f"at load, Vega loaded for a figure far below: {loaded}"
+    assert scrolled["figureState"] == "drawn" and scrolled["figureSvg"], f"scrolled: {scrolled}"
+    assert not unfitted, f"{LAZY_PAGE}: formulas not fitted at load: {unfitted}"
+    assert chart["background"] == chart["page"], f"figure drawn on scrolling, not dark: {chart}"
+    assert not scrollers, f"{LAZY_PAGE} at {NARROW_WIDTH} px after scrolling: {scrollers[:5]}"

@@ -165,11 +165,12 @@ nbval: $(STAMP) weights
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --durations=0 $(CHAPTERS)
 
-## other-seeds: chapters 7, 9, 11 and 14 re-executed with other seeds than their own SEEDS:
+## other-seeds: chapters 7, 8, 9, 11 and 14 re-executed with other seeds than their own SEEDS:
 ## their claims must hold on them too.
 other-seeds: $(STAMP)
 	$(BIN)/python -m pytest -m other_seeds tests/book/test_other_seeds.py \
-		tests/book/test_chapter11_other_seeds.py tests/book/test_chapter14_other_seeds.py
+		tests/book/test_chapter8_other_seeds.py tests/book/test_chapter11_other_seeds.py \
+		tests/book/test_chapter14_other_seeds.py
 
 ## binder-test: a fresh venv from binder/requirements.txt is the kernel in which nbval re-executes
 ## every chapter from a copy of book/ and compares its outputs, under torch's and numpy's generic

@@ -13,6 +13,8 @@ checker                                   what it checks
 :func:`check_positional_encoding_module`  an ``nn.Module`` that adds the table
 :func:`check_relative_shift`              a builder of the shift matrix ``M_k``
 :func:`check_rope`                        a rotary embedding (function or module)
+:func:`check_rope_tables`                 an engine's cos and sin tables for a model's layer
+:func:`check_rope_rotate`                 an engine's rotation for a model's layer
 :func:`check_alibi_slopes`                ALiBi's per-head slopes
 :func:`check_alibi_bias`                  ALiBi's attention bias
 :func:`check_kv_cache`                    a decoding step with a key-value cache
@@ -49,6 +51,7 @@ from .cache import check_kv_cache
 from .flat import check_flat
 from .module import check_positional_encoding_module
 from .rope import check_rope
+from .rope_tables import check_rope_rotate, check_rope_tables
 from .shift import check_relative_shift
 from .table import check_sinusoidal_table
 
@@ -65,6 +68,8 @@ __all__ = [
     "check_positional_encoding_module",
     "check_relative_shift",
     "check_rope",
+    "check_rope_rotate",
+    "check_rope_tables",
     "check_sinusoidal_table",
     "get_language",
     "set_language",

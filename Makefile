@@ -281,7 +281,8 @@ catalogues: $(STAMP)
 ## code cells and outputs identical, pages in Korean, language switches.
 korean-test: $(STAMP) book book-ko
 	$(EXTRACT_MESSAGES)
-	$(BIN)/python -m pytest -m korean tests/book/test_korean.py tests/book/test_korean_notebooks.py
+	$(BIN)/python -m pytest -m korean tests/book/test_korean.py tests/book/test_korean_notebooks.py \
+		tests/book/test_korean_page.py
 
 ## korean-html-test: every page of the Korean edition in headless Chromium, offline.
 korean-html-test: $(STAMP) book book-ko $(AXE)

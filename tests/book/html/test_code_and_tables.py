@@ -12,6 +12,7 @@ from tests.book.html.book_pages import (
     NARROW_WIDTH,
     OVERFLOWING,
     PAGES,
+    WIDE_WIDTH,
     _not_available,
     _open,
     _open_wide,
@@ -180,3 +181,208 @@ def test_printed_tables_keep_their_columns_on_a_phone(browser, base_url, relpath
     assert not misplaced, f"{relpath} ({theme}): values off their labels: {misplaced[:3]}"
     unreachable = [t["text"] for t in tables if t["scrolls"] and not t["reachable"]]
     assert not unreachable, f"{relpath}: tables that scroll, unlabelled: {unreachable}"
+
+
+# --------------------------------------------------------------------------- wide tables, scroll cues
+# Issue 55: chapter 11's model table on a phone showed 5 of its 7 columns, a column cut mid-word
+# with no sign that it scrolls, neighbouring cells run together ("1,000,000128"), the names
+# scrolled away, 1,827 px tall, a light-grey slab in dark mode; on a desktop, no row lines and
+# "DeepSeek-V3" broken at its hyphen. Chapter 13's tables likewise.
+WIDE_TABLE_PAGES = ["book/11_todays_models.html", "book/13_beyond_a_line.html"]
+TABLE_BOXES = "article .pe-table-box, article .pst-scrollable-table-container"
+# The tallest a table may be on a phone (px): chapter 11's, one row per model, was 1,827.
+MAX_TABLE_HEIGHT = 1_200
+# The least space between the text of two neighbouring cells (px).
+MIN_CELL_GAP = 8
+
+# The page's colour behind an element: the first ancestor's background that is not transparent.
+BEHIND = """(element) => {
+    for (let e = element; e; e = e.parentElement) {
+        const colour = getComputedStyle(e).backgroundColor;
+        if (colour !== 'rgba(0, 0, 0, 0)' && colour !== 'transparent') return colour;
+    }
+    return getComputedStyle(document.body).backgroundColor;
+}"""
+# Each table box: whether it scrolls, its height, the faded edge (mask) before and after it is
+# scrolled to its end, where its first column stands then, the narrowest gap between the text of
+# two neighbouring cells, and the colour behind the table against the page's.
+WIDE_TABLES = f"""async () => {{
+    const behind = {BEHIND};
+    const textBox = (cell) => {{
+        const range = document.createRange();
+        range.selectNodeContents(cell);
+        return range.getBoundingClientRect();
+    }};
+    const frame = () => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+    const found = [];
+    for (const box of document.querySelectorAll('{TABLE_BOXES}')) {{
+        const table = box.querySelector('table');
+        if (!table || box.getClientRects().length === 0) continue;
+        const scrolls = box.scrollWidth > box.clientWidth + 1;
+        let gap = Infinity;
+        for (const row of Array.from(table.rows).slice(0, 6)) {{
+            const cells = Array.from(row.cells).filter(c => c.textContent.trim());
+            for (let i = 0; i + 1 < cells.length; i += 1) {{
+                gap = Math.min(gap, textBox(cells[i + 1]).left - textBox(cells[i]).right);
+            }}
+        }}
+        const fadedAtStart = getComputedStyle(box).maskImage;
+        box.scrollLeft = box.scrollWidth;
+        box.dispatchEvent(new Event('scroll'));
+        await frame();
+        const first = table.rows[table.rows.length - 1].cells[0].getBoundingClientRect();
+        found.push({{
+            text: table.textContent.trim().slice(0, 40), scrolls,
+            height: box.getBoundingClientRect().height,
+            fadedAtStart, fadedAtEnd: getComputedStyle(box).maskImage,
+            firstShift: Math.abs(first.left - box.getBoundingClientRect().left),
+            gap, behind: behind(table), page: behind(document.querySelector('article')),
+        }});
+        box.scrollLeft = 0;
+    }}
+    return found;
+}}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("relpath", WIDE_TABLE_PAGES)
+def test_wide_tables_are_readable_on_a_phone(browser, base_url, relpath: str, theme: str) -> None:
+    """At 400 px, in both themes, a table wider than the column keeps its first column (the
+    names) in view while the rest scrolls, fades its right edge while more lies there and not
+    once scrolled to the end, keeps its cells apart, is no taller than 1,200 px, and stands on
+    the page's own background."""
+    if relpath not in PAGES:
+        _not_available(f"{relpath} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, relpath, theme, viewport={"width": NARROW_WIDTH, "height": 800}
+    )
+    try:
+        tables = page_visit.page.evaluate(WIDE_TABLES)
+    finally:
+        page_visit.close()
+    wide = [table for table in tables if table["scrolls"]]
+    assert wide, f"{relpath}: no table wider than {NARROW_WIDTH} px (a vacuous check): {tables}"
+    problems = []
+    for table in wide:
+        name = table["text"]
+        if table["firstShift"] > 1:
+            problems.append(f"{name!r}: its first column scrolled away ({table['firstShift']} px)")
+        if not _right_edge_faded(table["fadedAtStart"]) or _right_edge_faded(table["fadedAtEnd"]):
+            problems.append(f"{name!r}: edge {table['fadedAtStart']} -> {table['fadedAtEnd']}")
+        if table["height"] > MAX_TABLE_HEIGHT:
+            problems.append(f"{name!r}: {table['height']:.0f} px tall")
+    for table in tables:
+        if table["gap"] < MIN_CELL_GAP:
+            problems.append(f"{table['text']!r}: cells {table['gap']:.1f} px apart")
+        if table["behind"] != table["page"]:
+            problems.append(f"{table['text']!r}: on {table['behind']}, the page {table['page']}")
+    assert not problems, f"{relpath} ({theme}) at {NARROW_WIDTH} px: {problems}"
+
+
+# Each table at a desktop's width: its rows without a line under them, and each hyphenated
+# word of its first column that the screen broke onto two lines.
+TABLE_LINES = rf"""() => Array.from(document.querySelectorAll('{TABLE_BOXES}'), box => {{
+    const rows = Array.from(box.querySelectorAll('tr'));
+    const unlined = rows.filter(row => Array.from(row.cells).some(cell => {{
+        const style = getComputedStyle(cell);
+        return parseFloat(style.borderBottomWidth) < 1 || style.borderBottomStyle === 'none';
+    }})).length;
+    const broken = [];
+    for (const row of rows) {{
+        const cell = row.cells[0];
+        if (!cell) continue;
+        const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        while (walker.nextNode()) {{
+            const node = walker.currentNode;
+            for (const match of node.data.matchAll(/\S*\S-\S\S*/g)) {{
+                const range = document.createRange();
+                range.setStart(node, match.index);
+                range.setEnd(node, match.index + match[0].length);
+                const tops = new Set(Array.from(range.getClientRects(), r => Math.round(r.top)));
+                if (tops.size > 1) broken.push(match[0]);
+            }}
+        }}
+    }}
+    return {{text: box.textContent.trim().slice(0, 40), rows: rows.length, unlined, broken}};
+}})"""
+
+
+@pytest.mark.parametrize("relpath", WIDE_TABLE_PAGES)
+def test_tables_have_row_lines_and_whole_names_at_1280(browser, base_url, relpath: str) -> None:
+    """At 1280 px every row of a table has a line under it, and no name of its first column
+    breaks at its hyphen (DeepSeek-V3)."""
+    if relpath not in PAGES:
+        _not_available(f"{relpath} is not built: run `make book` first")
+    page_visit = _open(browser, base_url, relpath, viewport={"width": WIDE_WIDTH, "height": 900})
+    try:
+        tables = page_visit.page.evaluate(TABLE_LINES)
+    finally:
+        page_visit.close()
+    assert tables, f"{relpath}: no table (a vacuous check)"
+    problems = [t for t in tables if t["unlined"] or t["broken"]]
+    assert not problems, (
+        f"{relpath} at {WIDE_WIDTH} px: rows without a line or names broken: {problems}"
+    )
+
+
+# Issue 55: printed result tables cut off on a phone with no hint that the box scrolls (chapter
+# 7's accuracy and per-position tables, chapter 12's "top choice changed" column).
+SCROLL_CUE_PAGES = [
+    "book/07_rope_alibi.html",
+    "book/09_train_short_test_long.html",
+    "book/12_positions_at_inference.html",
+]
+# Each printed output that scrolls: its edge's mask as loaded, then scrolled to its end.
+OUTPUT_CUES = """async () => {
+    const frame = () => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+    const found = [];
+    const boxes = Array.from(document.querySelectorAll('article .cell_output div.highlight > pre'))
+        .filter(pre => pre.getClientRects().length > 0 && pre.scrollWidth > pre.clientWidth + 1);
+    for (const pre of boxes) {
+        const start = getComputedStyle(pre).maskImage;
+        pre.scrollLeft = pre.scrollWidth;
+        pre.dispatchEvent(new Event('scroll'));
+        await frame();
+        const end = getComputedStyle(pre).maskImage;
+        pre.scrollLeft = 0;
+        pre.dispatchEvent(new Event('scroll'));
+        await frame();
+        found.push({text: pre.textContent.trim().slice(0, 40), start, end,
+                    back: getComputedStyle(pre).maskImage});
+    }
+    return found;
+}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("relpath", SCROLL_CUE_PAGES)
+def test_printed_output_shows_that_it_scrolls(browser, base_url, relpath: str, theme: str) -> None:
+    """At 400 px, in both themes, every printed output wider than its box fades out at its right
+    edge (a gradient mask), the fade goes once the reader has scrolled to its end, and comes
+    back when they scroll back."""
+    if relpath not in PAGES:
+        _not_available(f"{relpath} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, relpath, theme, viewport={"width": NARROW_WIDTH, "height": 800}
+    )
+    try:
+        boxes = page_visit.page.evaluate(OUTPUT_CUES)
+    finally:
+        page_visit.close()
+    assert boxes, f"{relpath}: no printed output wider than {NARROW_WIDTH} px (a vacuous check)"
+    wrong = [
+        box
+        for box in boxes
+        if not _right_edge_faded(box["start"])
+        or _right_edge_faded(box["end"])
+        or not _right_edge_faded(box["back"])
+    ]
+    assert not wrong, f"{relpath} ({theme}): outputs without a scroll cue that follows: {wrong[:3]}"
+
+
+def _right_edge_faded(mask: str) -> bool:
+    """Whether a mask (page.css) fades an element's right edge: a gradient to the left, or one
+    to the right that ends transparent."""
+    return "to left" in mask or (
+        "to right" in mask and mask.rstrip(") ").endswith("rgba(0, 0, 0, 0")
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.book.html.book_pages import (
+    CHAPTER_PAGES,
     HTML_DIR,
     NARROW_WIDTH,
     PAGES,
@@ -14,9 +15,11 @@ from tests.book.html.book_pages import (
     SAMPLE_CHAPTER,
     WIDE_WIDTH,
     PageVisit,
+    PlaywrightTimeoutError,
     _draw_figures,
     _edition,
     _not_available,
+    _open,
 )
 
 pytestmark = pytest.mark.html
@@ -211,3 +214,199 @@ def test_first_visit_follows_the_system_and_the_switch_changes_the_page(
         page_visit.close()
     assert first == scheme, f"a {scheme} system's first visit shows the {first} theme"
     assert after != first, f"the first click on the theme switch left the page {after}"
+
+
+# --------------------------------------------------------------------------- the page's furniture
+# Issue 55: "Solution to Exercise" titles underlined a leading space and wrapped into three
+# narrow lines on a phone; the previous/next links wrapped into 4-5-line columns; the search
+# dialog's magnifier sat on the placeholder's first letter; Esc left a header button's tooltip
+# standing over the other header buttons; punctuation started a line after inline code.
+SOLUTIONS_PAGE = "book/07_rope_alibi.html"
+# The least share of a solution box's width its title's text may use on a phone (the theme
+# kept a quarter of it free for the toggle's arrow, 86 px of 366).
+MIN_TITLE_SHARE = 0.8
+SOLUTION_TITLES = """() => Array.from(document.querySelectorAll('div.solution > .admonition-title'),
+    title => {
+        const style = getComputedStyle(title);
+        const text = title.clientWidth - parseFloat(style.paddingLeft)
+            - parseFloat(style.paddingRight);
+        const link = title.querySelector('a');
+        return {text: title.textContent.trim().slice(0, 40),
+                share: text / title.parentElement.clientWidth,
+                link: link ? link.textContent : null};
+    })"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_solution_titles_fit_a_phone(browser, base_url, theme: str) -> None:
+    """At 400 px a solution's title uses the width of its box (the arrow needs little of it),
+    and its link to the exercise starts with the exercise's name, not with a space."""
+    if SOLUTIONS_PAGE not in PAGES:
+        _not_available(f"{SOLUTIONS_PAGE} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, SOLUTIONS_PAGE, theme, viewport={"width": NARROW_WIDTH, "height": 800}
+    )
+    try:
+        titles = page_visit.page.evaluate(SOLUTION_TITLES)
+    finally:
+        page_visit.close()
+    assert titles, f"{SOLUTIONS_PAGE}: no solution (a vacuous check)"
+    narrow = [t for t in titles if t["share"] < MIN_TITLE_SHARE]
+    assert not narrow, f"titles squeezed to under {MIN_TITLE_SHARE:.0%} of their box: {narrow}"
+    spaced = [t for t in titles if not t["link"] or t["link"][:1].isspace()]
+    assert not spaced, f"links that start with a space (underlined) or are missing: {spaced}"
+
+
+# The previous and next links under a chapter: each one's width against the area's, and how
+# many lines its title takes.
+PREV_NEXT = """() => {
+    const area = Array.from(document.querySelectorAll('.prev-next-area'))
+        .find(a => a.getClientRects().length > 0);
+    if (!area) return null;
+    return Array.from(area.querySelectorAll('a'), link => {
+        const title = link.querySelector('.prev-next-title');
+        const lines = title.getBoundingClientRect().height
+            / parseFloat(getComputedStyle(title).lineHeight);
+        return {text: title.textContent.trim(), lines: Math.round(lines * 10) / 10,
+                share: link.getBoundingClientRect().width / area.getBoundingClientRect().width};
+    });
+}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_previous_and_next_links_fit_a_phone(browser, base_url, theme: str) -> None:
+    """At 400 px the links to the previous and next chapters are stacked, each as wide as the
+    column allows, and each title takes at most two lines (side by side they took four or five)."""
+    if SOLUTIONS_PAGE not in PAGES:
+        _not_available(f"{SOLUTIONS_PAGE} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, SOLUTIONS_PAGE, theme, viewport={"width": NARROW_WIDTH, "height": 800}
+    )
+    try:
+        links = page_visit.page.evaluate(PREV_NEXT)
+    finally:
+        page_visit.close()
+    assert links and len(links) == 2, f"{SOLUTIONS_PAGE}: previous and next links: {links}"
+    cramped = [link for link in links if link["lines"] > 2 or link["share"] < 0.5]
+    assert not cramped, f"previous/next links cramped at {NARROW_WIDTH} px: {links}"
+
+
+# The search dialog opened from the header: where its magnifier ends and where the
+# placeholder's first letter starts.
+OPEN_SEARCH_DIALOG = """async () => {
+    const button = Array.from(document.querySelectorAll('button.search-button__button'))
+        .find(b => b.getClientRects().length > 0);
+    if (!button) return 'no visible search button';
+    button.click();
+    await new Promise(resolve => setTimeout(resolve, 300));
+    const form = Array.from(document.querySelectorAll('form.bd-search'))
+        .find(f => f.getClientRects().length > 0);
+    if (!form) return 'the search dialog did not open';
+    const icon = form.querySelector('.fa-magnifying-glass');
+    const input = form.querySelector('input');
+    if (!icon || !input || !input.placeholder) return 'no icon, field or placeholder';
+    const text = input.getBoundingClientRect().left + parseFloat(getComputedStyle(input).paddingLeft);
+    const right = icon.getBoundingClientRect().right;
+    return right <= text ? null : `icon ends at ${right}, the placeholder starts at ${text}`;
+}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
+def test_search_dialog_icon_leaves_the_placeholder_readable(
+    browser, base_url, width: int, theme: str
+) -> None:
+    """The magnifier of the search dialog every page opens ends before its placeholder's first
+    letter (it stood on it)."""
+    if SAMPLE_CHAPTER not in PAGES:
+        _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, SAMPLE_CHAPTER, theme, viewport={"width": width, "height": 800}
+    )
+    try:
+        overlap = page_visit.page.evaluate(OPEN_SEARCH_DIALOG)
+    finally:
+        page_visit.close()
+    assert overlap is None, f"{width} px, {theme}: {overlap}"
+
+
+SHOWN_TOOLTIPS = """() => Array.from(document.querySelectorAll('.tooltip.show'),
+    tip => tip.textContent.trim())"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
+def test_escape_dismisses_the_header_tooltips(browser, base_url, width: int, theme: str) -> None:
+    """A header button's tooltip goes when the reader presses Esc, and none comes back when Esc
+    closes the search dialog and the focus returns to the button that opened it."""
+    if SAMPLE_CHAPTER not in PAGES:
+        _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, SAMPLE_CHAPTER, theme, viewport={"width": width, "height": 800}
+    )
+    try:
+        page = page_visit.page
+        buttons = page.locator("button.search-button__button")
+        button = next(buttons.nth(i) for i in range(buttons.count()) if buttons.nth(i).is_visible())
+        button.hover()
+        try:
+            page.wait_for_function(f"() => ({SHOWN_TOOLTIPS})().length > 0", timeout=3000)
+        except PlaywrightTimeoutError:
+            pass
+        hovered = page.evaluate(SHOWN_TOOLTIPS)
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(400)
+        after_escape = page.evaluate(SHOWN_TOOLTIPS)
+        button.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(400)
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(600)
+        after_dialog = page.evaluate(SHOWN_TOOLTIPS)
+    finally:
+        page_visit.close()
+    assert hovered, f"{width} px: no tooltip on the hovered search button (a vacuous check)"
+    assert not after_escape, f"{width} px, {theme}: Esc left the tooltip {after_escape}"
+    assert not after_dialog, f"{width} px, {theme}: the closed dialog left {after_dialog}"
+
+
+# Each inline code followed by punctuation whose punctuation starts a new line.
+PUNCTUATION_AFTER_CODE = """() => {
+    const found = [];
+    for (const code of document.querySelectorAll('article code.literal')) {
+        const next = code.nextSibling;
+        if (!next || next.nodeType !== Node.TEXT_NODE || !/^[.,;:)!?]/.test(next.data)) continue;
+        if (code.getClientRects().length === 0) continue;
+        const rects = code.getClientRects();
+        const last = rects[rects.length - 1];
+        const range = document.createRange();
+        range.setStart(next, 0);
+        range.setEnd(next, 1);
+        const mark = range.getBoundingClientRect();
+        if (mark.width > 0 && mark.top > last.top + last.height / 2) {
+            found.push(code.textContent + next.data[0]);
+        }
+    }
+    return found;
+}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("relpath", CHAPTER_PAGES or ["<no pages built>"])
+def test_no_punctuation_starts_a_line_after_inline_code(
+    browser, base_url, relpath: str, theme: str
+) -> None:
+    """At 400 px no comma or full stop after inline code starts a line of its own (chapter 7's
+    "check_relative_shift" then "." on the next line)."""
+    if relpath not in PAGES:
+        _not_available(f"{relpath} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, relpath, theme, viewport={"width": NARROW_WIDTH, "height": 800}
+    )
+    try:
+        found = page_visit.page.evaluate(PUNCTUATION_AFTER_CODE)
+    finally:
+        page_visit.close()
+    assert not found, (
+        f"{relpath} ({theme}) at {NARROW_WIDTH} px, punctuation after code starts a line: {found}"
+    )

@@ -5,11 +5,13 @@ words keep their contrast."""
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 import pytest
 
 from tests.book.html.book_pages import (
     AXE,
+    NARROW_WIDTH,
     PAGES,
     SAMPLE_CHAPTER,
     _edition,
@@ -51,8 +53,8 @@ RESULTS = """() => Array.from(document.querySelectorAll('#search-results ul.sear
     marked: Array.from(li.querySelectorAll('p.context span.highlighted'), s => s.textContent)}))"""
 
 
-def _search(visit, query: str) -> tuple[object, list[dict]]:
-    page = visit(f"search.html?q={query}").page
+def _search(visit, query: str, **options) -> tuple[object, list[dict]]:
+    page = visit(f"search.html?q={query}", **options).page
     page.wait_for_selector("#search-results ul.search li", timeout=20_000)
     page.wait_for_function(
         # Sphinx lists the results one by one, then says how many it found.
@@ -163,3 +165,46 @@ def test_search_highlight_keeps_text_contrast(browser, base_url, theme: str) -> 
     finally:
         page_visit.close()
     assert not found, f"{theme}: {sum(found)} highlighted words below 4.5:1"
+
+
+# Issue 55: the search page was 481 px wide on a 400 px phone (long API names in its snippets),
+# and fetched every result's page to quote it: 4.34 MB and 40 requests for "rotary", the API
+# page alone 1.25 MB. Its snippets now read a small text file per page (search_text.py).
+# The most a search for "rotary" may load, everything counted (bytes).
+MAX_SEARCH_BYTES = 2_500_000
+# The most the snippets' text files together may weigh for it (bytes).
+MAX_SNIPPET_BYTES = 1_000_000
+
+
+@pytest.mark.korean_browser
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_search_page_fits_a_phone_and_loads_no_result_page(visit, theme: str) -> None:
+    """At 400 px, in both themes, the search page with a query's results and snippets stays
+    within the screen, fetches none of the result pages themselves, and loads under 2.5 MB,
+    the snippets' text under 1 MB."""
+    if "search.html" not in PAGES:
+        _not_available("no search page built")
+    sizes: dict[str, int] = {}
+
+    def record(request) -> None:
+        sizes[request.url] = request.sizes()["responseBodySize"]
+
+    options = {"viewport": {"width": NARROW_WIDTH, "height": 800}, "color_scheme": theme}
+    page, results = _search(visit, "rotary", **options)
+    page.on("requestfinished", record)
+    page.reload(wait_until="load")
+    page.wait_for_function(
+        "() => document.querySelector('#search-results p.search-summary')?.textContent.trim()",
+        timeout=20_000,
+    )
+    page.wait_for_function(SNIPPETS_DONE, timeout=20_000)
+    page.wait_for_timeout(300)
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert len(results) >= 3, f"rotary: {len(results)} results (a vacuous check)"
+    pages = [url for url in sizes if urlsplit(url).path.endswith(".html")]
+    assert [urlsplit(url).path for url in pages] == ["/search.html"], f"pages fetched: {pages}"
+    texts = sum(size for url, size in sizes.items() if "/_static/search-text/" in url)
+    assert 0 < texts < MAX_SNIPPET_BYTES, f"the snippets' text: {texts:,} bytes"
+    total = sum(sizes.values())
+    assert total < MAX_SEARCH_BYTES, f"search for rotary: {total:,} bytes in {len(sizes)} files"
+    assert width <= NARROW_WIDTH, f"the search page is {width} px wide at {NARROW_WIDTH} px"

@@ -58,6 +58,10 @@ def base_url() -> Iterator[str]:
         server.server_close()
 
 
+# Not pytest-playwright's fixtures: its per-test `page` and `context` take one set of options,
+# where these tests open several pages per test at other widths and themes through PageVisit
+# (which blocks and records every request that leaves the server), and its `base_url` (from
+# pytest-base-url) would replace this file's server; its `browser` alone would save ten lines.
 @pytest.fixture(scope="session")
 def browser():
     chromium_path = find_chromium()

@@ -45,6 +45,9 @@ def test_no_serious_accessibility_violation_as_loaded(browser_with_scrollbars, b
     )
 
 
+# Not axe-playwright-python: it injects the axe-core copy inside its wheel, where this test runs
+# the release tools/fetch_axe.py pins and checks against the npm registry's digest; its run()
+# is the documented axe.run call below.
 AXE_RUN = """async (rules) => (await axe.run(document,
         rules ? {runOnly: {type: 'rule', values: rules}, resultTypes: ['violations']}
               : {resultTypes: ['violations']})).violations

@@ -10,7 +10,7 @@ to half precision by ``model.to(torch.bfloat16)``.
 
 Reference. The tables of one layer as transformers 5.23 computes them: the config read as its
 configuration class fills it in (:func:`pe_lib.config_reader.read_config`), the layer's rotary
-entry and layout (:func:`pe_lib.layer_pattern.layer_pattern`, what :func:`pe_lib.describe`
+entry and layout (:func:`pe_lib.layer_pattern.layer_pattern`, what :func:`pe_lib.description.describe`
 prints) and its frequencies and attention factor (:func:`pe_lib.rope_scaling.frequencies_of`,
 tested against transformers' ``ROPE_INIT_FUNCTIONS``), at the positions the engine was asked
 for: :math:`\cos(m\theta_i)` and :math:`\sin(m\theta_i)` of pair ``i`` at position ``m``,
@@ -955,17 +955,19 @@ def _wrong_values(t: _Tables, context: str) -> CheckFailed:
 
 
 def _span(positions: torch.Tensor) -> str:
-    """``0..7`` for one contiguous row of positions; else the smallest and largest."""
-    row = positions.reshape(-1, positions.shape[-1])[0].long()
-    first, count = int(row[0]), len(row)
-    if positions.reshape(-1, positions.shape[-1]).shape[0] == 1 and torch.equal(
-        row, torch.arange(first, first + count)
-    ):
-        return str(first) if count == 1 else f"{first}..{first + count - 1}"
-    low, high = int(positions.min()), int(positions.max())
-    if count <= 8 and positions.reshape(-1, count).shape[0] == 1:
-        return ", ".join(str(int(p)) for p in row)
-    return f"{low}..{high}"
+    """The positions of the first row as runs, ``0..15, 4096..4111``; more than four runs, or
+    rows of their own, as the smallest and largest."""
+    rows = positions.reshape(-1, positions.shape[-1]).long()
+    row = rows[0].tolist()
+    runs: list[list[int]] = []
+    for p in row:
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    if len(rows) > 1 or len(runs) > 4:
+        return f"{int(positions.min())}..{int(positions.max())}"
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
 
 
 def _context(template: Any, ref: _Reference, positions: torch.Tensor) -> str:
@@ -1081,7 +1083,7 @@ def check_rope_tables(
         cos, sin: numpy arrays or torch tensors, ``(..., positions, columns)``, of any floating
             dtype (see the module docstring for the columns); not modified.
         config: the model's ``config.json`` as a mapping, the path of one or of a folder holding
-            one (keys left out take transformers' defaults, as :func:`pe_lib.describe`), or a
+            one (keys left out take transformers' defaults, as :func:`pe_lib.description.describe`), or a
             :class:`~pe_lib.config_reader.ModelConfig`.
         layer: the index of the layer the tables are for.
         positions: the positions the tables were computed at, int64, of shape ``(positions,)``

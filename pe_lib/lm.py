@@ -66,6 +66,7 @@ __all__ = [
     "corpus_topics",
     "load_corpus",
     "ngram_perplexity",
+    "ngram_probabilities",
     "perplexity",
     "train_lm",
     "train_lms",
@@ -242,7 +243,8 @@ def ngram_perplexity(
     training: torch.Tensor, ids: torch.Tensor, vocab_size: int, *, order: int
 ) -> float:
     r"""Perplexity on ``ids`` of an interpolated count n-gram model of ``order`` n: a baseline
-    that needs no learning, from up to ``n - 1`` characters of context.
+    that needs no learning, from up to ``n - 1`` characters of context: ``exp`` of the mean
+    of ``-ln`` :func:`ngram_probabilities`.
 
     Each estimate mixes the counts after the last :math:`k - 1` characters :math:`h` with the
     estimate from one character fewer, :math:`h'` (Witten and Bell's interpolation):
@@ -271,6 +273,16 @@ def ngram_perplexity(
     Raises:
         ValueError: an argument is out of range (named), or an id is ``>= vocab_size``.
     """
+    p = ngram_probabilities(training, ids, vocab_size, order=order)
+    return math.exp(-float(p.log().mean()))
+
+
+def ngram_probabilities(
+    training: torch.Tensor, ids: torch.Tensor, vocab_size: int, *, order: int
+) -> torch.Tensor:
+    """The probability :func:`ngram_perplexity`'s model gives each character of ``ids`` after
+    the first: float64 ``(len(ids) - 1,)``, entry ``i`` for ``ids[i + 1]``. Arguments and
+    errors as :func:`ngram_perplexity`."""
     vocab_size = check_positive_int("vocab_size", vocab_size)
     order = check_positive_int("order", order)
     if vocab_size**order >= 2**62:
@@ -300,7 +312,7 @@ def ngram_perplexity(
         u_h = _lookup(contexts, distinct, key // vocab_size)
         lower = p[ready]
         p[ready] = torch.where(n_h > 0, (n_hc + u_h * lower) / (n_h + u_h).clamp(min=1), lower)
-    return math.exp(-float(p.log().mean()))
+    return p
 
 
 def _lookup(keys: torch.Tensor, values: torch.Tensor, query: torch.Tensor) -> torch.Tensor:

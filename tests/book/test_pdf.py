@@ -273,6 +273,34 @@ def test_outline_is_every_chapter_and_section_once_with_its_exact_title(edition)
     assert not problems, f"{name}:\n" + "\n".join(problems)
 
 
+# The cheat sheet is read on paper: the two sides of one sheet.
+CHEAT_SHEET = "book/cheat_sheet"
+CHEAT_SHEET_PAGES = 2
+
+
+@pytest.mark.editions
+def test_cheat_sheet_prints_on_two_pages(edition) -> None:
+    """The cheat sheet starts a page (as every document does) and the next document starts at most
+    two pages later: its outline entry's page and the next one's, one entry per document."""
+    name, pdf = edition
+    reader = pypdf.PdfReader(pdf)
+    tops = [item for item in reader.outline if not isinstance(item, list)]
+    documents = toc_documents()
+    assert len(tops) == len(documents), f"{name}: {len(tops)} top entries, {len(documents)} docs"
+    index = documents.index(CHEAT_SHEET)
+    first = reader.get_destination_page_number(tops[index])
+    following = (
+        reader.get_destination_page_number(tops[index + 1])
+        if index + 1 < len(tops)
+        else len(reader.pages)
+    )
+    pages = following - first
+    assert 1 <= pages <= CHEAT_SHEET_PAGES, (
+        f"{name}: the cheat sheet ({tops[index].title!r}) takes {pages} pages, from page "
+        f"{first + 1}; at most {CHEAT_SHEET_PAGES}, the two sides of one sheet"
+    )
+
+
 def _contents(pdf: Path, front: int) -> list[tuple[str, int]]:
     """The contents' entries (title, page number) as printed on the first ``front`` pages: a line
     that ends in a number ends an entry (the lines before it without one are its beginning)."""

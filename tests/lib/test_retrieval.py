@@ -26,6 +26,8 @@ from pe_lib.retrieval import (
 )
 from pe_lib.toy import IGNORE_INDEX, ShiftedCopyModel
 
+pytestmark = pytest.mark.usefixtures("one_thread_and_seed")
+
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "book" / "08_stretching_rope.ipynb"
 

@@ -36,7 +36,7 @@ from .lm import CharTransformer
 from .modules import LearnedPositionalEncoding
 from .toy import IGNORE_INDEX, ShiftedCopyModel, _fit
 
-#: The models the task takes: one causal attention block of the toy model.
+#: The models the task takes, each one causal attention block of the toy model.
 PasskeyModel = CharTransformer | ShiftedCopyModel
 
 __all__ = [
@@ -53,15 +53,15 @@ __all__ = [
     "train_passkey",
 ]
 
-#: Filler ids ``0 .. FILLERS - 1``: the haystack.
+#: Filler ids ``0 .. FILLERS - 1``, the haystack.
 FILLERS = 8
-#: Passkey ids ``FILLERS .. FILLERS + PASSKEYS - 1``: chance is ``1 / PASSKEYS``.
+#: Passkey ids ``FILLERS .. FILLERS + PASSKEYS - 1``, so chance is ``1 / PASSKEYS``.
 PASSKEYS = 8
-#: The query's id: "which passkey did you see?"
+#: The id of the query, which asks "which passkey did you see?"
 QUERY = FILLERS + PASSKEYS
 #: Token ids in all.
 VOCAB_SIZE = QUERY + 1
-#: Seed of the test sequences' generator; training batches are drawn with the training seeds.
+#: Seed of the test sequences' generator (training batches are drawn with the training seeds).
 TEST_SEED = 1_000_003
 
 

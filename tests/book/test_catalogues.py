@@ -44,6 +44,15 @@ XREF = re.compile(r"\{(?P<kind>ref|numref)\}`(?:[^`<]*<(?P<t1>[^`>]+)>|(?P<t2>[^
 # A cross-reference to a chapter written bare renders the chapter's title, and a Korean particle
 # glued to it reads badly ("RoPE와 ALiBi의 RoPE 모델"): such a link is written `{ref}`7장 <ch-…>``.
 GLUED_CHAPTER = re.compile(r"\{ref\}`ch-[^`<]*`(?=[\uac00-\ud7a3])")
+# A table in the text that the English names by its chapter ("{ref}`ch-todays-models`'s table",
+# chapter 11's table of models): the glossary reads it as "the table in the text" (표). Only the
+# chapters whose table is one in the text are listed: a chapter's position table stays a 테이블
+# ("the table of {ref}`ch-formula`", and "`pe_lib`'s table", which looks the same once the roles
+# and code are left out).
+TEXT_TABLE_CHAPTERS = ("ch-todays-models",)
+TEXT_TABLE_REF = re.compile(
+    rf"\{{ref\}}`(?:[^`<]*<)?(?:{'|'.join(TEXT_TABLE_CHAPTERS)})>?`'s table\b"
+)
 
 
 def page(path: Path) -> str:
@@ -90,6 +99,7 @@ def shared_parts(text: str, *, quoting: bool = False) -> Counter[str]:
 
 def prose(text: str) -> str:
     """The English of a message without what is not prose (roles, math, code)."""
+    text = TEXT_TABLE_REF.sub(" table in the text ", text)
     for pattern in (ROLE, INLINE_MATH, CODE):
         text = pattern.sub(" ", text)
     return text
@@ -243,6 +253,31 @@ def test_blockquotes_are_the_article_s_own_words(path: Path) -> None:
             f"{page(path)}: a blockquote translates the article: quote it with {{article}}: "
             f"{korean!r}"
         )
+
+
+def test_a_table_in_the_text_takes_pyo_and_a_position_table_teibeul() -> None:
+    terms = glossary()
+
+    def needs(english: str, korean: str) -> set[str]:
+        return {term for _, term in missing_terms(english, korean, terms)}
+
+    models = "The cell describes three rows of {ref}`ch-todays-models`'s table."
+    assert not needs(models, "아래 셀은 {ref}`11장 <ch-todays-models>`의 표에서 세 행을 설명한다.")
+    assert needs(
+        models, "아래 셀은 {ref}`11장 <ch-todays-models>`의 테이블에서 세 행을 설명한다."
+    ) == {"표"}
+    assert needs("The table reads each model's `config.json`.", "테이블은 설정을 읽는다.") == {"표"}
+    cheat = 'Chapter 8\'s table "which method when" gives the choice.'
+    assert needs(cheat, "8장의 테이블 “언제 어떤 방법을”이 알려 준다.") == {"표"}
+    # A position table keeps 테이블, however it is named: by code, or by its rows.
+    assert needs("It equals `pe_lib`'s table of the formula.", "`pe_lib`의 표와 같다.") == {
+        "테이블"
+    }
+    assert needs("A table's rows are row vectors.", "표의 행은 행 벡터다.") == {"테이블"}
+    assert needs("The table of {ref}`ch-formula`.", "{ref}`2장 <ch-formula>`의 표.") == {"테이블"}
+    # A requirement is a 조건, not a 요구.
+    assert needs("The flaw (requirement 2).", "결함(요구 2).") == {"조건"}
+    assert not needs("The flaw (requirement 2).", "결함(조건 2).")
 
 
 def test_glossary_is_well_formed() -> None:

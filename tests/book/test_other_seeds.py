@@ -1,7 +1,9 @@
 """Chapters 9's and 7's claims hold on other seeds than their own.
 
 A chapter names its seeds once, ``SEEDS = (...)``, and asserts every claim on each of them.
-Chapter 9's claims were picked on the seeds of ``PICKED_ON`` in ``benchmarks/ch9_seeds.py``;
+Chapter 9's claims were picked on the seeds of ``PICKED_ON`` in ``benchmarks/ch9_seeds.py``
+(its claims about the far text, the far-context gains and the attention beyond the training
+length, on the same seeds by ``benchmarks/ch9_far_context.py``);
 chapter 7's bounds on its three-layer models (the model without positions among them) on
 ``CH7_PICKED_ON`` below; each chapter's own seeds are among them. Here each chapter is executed
 top to bottom with that line replaced by other seeds, none of them used in picking: a claim that
@@ -71,7 +73,8 @@ def test_claims_hold_on_other_seeds(tmp_path: Path) -> None:
     assert len(seeds) >= 5 and set(seeds) <= set(picked_on) and len(picked_on) >= 40
     assert len(OTHER_SEEDS) >= 5 and not set(OTHER_SEEDS) & set(picked_on)
     printed = _run_with_seeds(CHAPTER, OTHER_SEEDS)
-    assert f"checked on each of {len(OTHER_SEEDS)} seeds" in printed
+    for claims in ("the table", "stretching", "the far text"):
+        assert f"the claims about {claims}: checked on each of {len(OTHER_SEEDS)} seeds" in printed
 
 
 def test_chapter_7_depth_claims_hold_on_other_seeds() -> None:

@@ -389,3 +389,38 @@ def test_one_korean_term_per_idea(path: Path) -> None:
     for m in messages(path):
         found = rejected_words(m.string or "", article)
         assert not found, f"{page(path)}: {found} in {m.string!r}"
+
+
+#: 증명 is a proof (a theorem's, or a derivation's); a check by experiment or by a test is 검증.
+PROOF = re.compile(r"\b(?:prov(?:e|es|ed|en|ing)|proofs?|theorems?)\b", re.IGNORECASE)
+#: What a test or a cell does is a check, whatever verb the English gives it.
+CHECKED_PROOF = re.compile(r"\b(?:tests?|cells?|checks?)\s+prov(?:e|es|ed)\b", re.IGNORECASE)
+
+
+def proof_problems(english: str, korean: str) -> list[str]:
+    """Why ``korean``'s 증명 is not a proof: the English speaks of none, or of a test's check."""
+    if "증명" not in korean:
+        return []
+    english = prose(english)
+    if not PROOF.search(english):
+        return ["증명 where the English names no proof: 검증 for a check"]
+    if CHECKED_PROOF.search(english) and not PROOF.search(CHECKED_PROOF.sub(" ", english)):
+        return ["증명 for what a test checks: 검증"]
+    return []
+
+
+def test_the_proof_check_sees_a_check_called_a_proof() -> None:
+    assert proof_problems("Checked for every shift up to 100.", "모든 이동에 대해 증명한다.")
+    assert proof_problems("(the tests prove them disjoint)", "(테스트가 겹치지 않음을 증명한다)")
+    assert not proof_problems(
+        "(the tests prove them disjoint)", "(테스트가 겹치지 않음을 검증한다)"
+    )
+    theorem = "They prove (section 5, theorem 1) that the first layer recovers positions."
+    assert not proof_problems(theorem, "첫 레이어가 위치를 복원할 수 있음을 증명한다(5절, 정리 1).")
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=page)
+def test_a_proof_is_zeungmyeong_and_a_check_geomjeung(path: Path) -> None:
+    for m in messages(path):
+        found = proof_problems(m.id, m.string or "")
+        assert not found, f"{page(path)}: {found} in {m.string!r}"

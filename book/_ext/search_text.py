@@ -14,7 +14,8 @@ The file holds the article's blocks in document order, each ``[kind, text]``:
 - ``"t"``, an API entry's signature (``<dt>``), with ``[start, end)``, the blocks of its
   description (``<dd>``), as a third item; a method's own name is written after its owner's
   (``RotaryLlama.forward``), as the search found it;
-- ``"c"``, code or printed output (a ``<pre>``), its lines as they are.
+- ``"c"``, code or printed output (a ``<pre>``), its lines as they are, or the text of a
+  paragraph or table cell of a cell's HTML output.
 
 Math is kept as its TeX between the marks ``\\x01`` and ``\\x02``, which the search page writes as
 text (θ_i, 2π/ω_i) with the one converter it has. ``ids`` gives, for each ``id`` in the article,
@@ -83,13 +84,16 @@ class _Blocks:
             return
         code = code or _not_prose(element)
         start = len(self.blocks)
-        if element.name in PROSE and not code:
+        if element.name in PROSE:
+            # A cell's HTML output (a table pe_lib.describe prints) reads as code does: only
+            # where the prose lacks the word.
             current = start
-            self.blocks.append(["t" if element.name == "dt" else "p", ""])
+            kind = "c" if code else "t" if element.name == "dt" else "p"
+            self.blocks.append([kind, ""])
         for child in element.children:
             if isinstance(child, Tag):
                 self.walk(child, current, code)
-            elif isinstance(child, NavigableString) and current is not None and not code:
+            elif isinstance(child, NavigableString) and current is not None:
                 if type(child) is NavigableString:  # not a comment, doctype or CDATA
                     self.blocks[current][1] += str(child)
         self._record(element, start)
@@ -122,7 +126,7 @@ def page_text(html: str) -> dict[str, Any]:
     new_index = []
     for kind, text in found.blocks:
         new_index.append(len(kept))
-        text = text if kind == "c" else SPACES.sub(" ", text).strip()
+        text = text if kind == "c" and "\n" in text.strip() else SPACES.sub(" ", text).strip()
         if text.strip():
             kept.append([kind, text])
     new_index.append(len(kept))

@@ -13,7 +13,8 @@
 (function () {
   "use strict";
   const CODE = "article div.highlight > pre";
-  const TABLES = "article .pe-table-box, article .pst-scrollable-table-container";
+  const TABLES = "article .pe-table-box, article .pst-scrollable-table-container, "
+    + "article div.cell_output div.text_html:has(> table)";
   const KOREAN = (document.documentElement.lang || "").startsWith("ko");
   const LABELS = KOREAN
     ? { code: "코드", output: "출력", table: "표", wider: "화면보다 넓습니다. 옆으로 스크롤해 끝까지 읽으세요" }

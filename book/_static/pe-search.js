@@ -139,6 +139,8 @@
     for (const match of text.matchAll(/[.!?。](?=\s+|$)/g)) {
       const before = text.slice(0, match.index).match(/([\p{L}.]+)$/u);
       if (before && NO_END.has(before[1].toLowerCase())) continue;
+      // A section's number (15. or 7.2. before a title) ends no sentence.
+      if (/^[\d.]+$/.test(text.slice(0, match.index + 1))) continue;
       ends.push(match.index + 1);
     }
     let from = 0;

@@ -25,14 +25,16 @@ def test_blocks_are_the_article_s_text_in_order() -> None:
         ["p", "Title"],
         ["p", f"The angle {MATH_OPEN}\\theta_i{MATH_CLOSE} turns."],
         ["p", "An item."],
+        # A cell's HTML output reads as code: quoted only where the prose lacks the word.
+        ["c", "printed, not prose"],
         ["c", "line one\nline two"],
-        ["t", "pe_lib.Rotary.forward(x)", [5, 6]],
+        ["t", "pe_lib.Rotary.forward(x)", [6, 7]],
         ["p", "Rotate the input. Then more."],
     ]
 
 
 def test_ids_give_the_blocks_of_their_element() -> None:
     text = page_text(PAGE)
-    assert text["ids"]["the-section"] == [0, 4]
+    assert text["ids"]["the-section"] == [0, 5]
     # An API entry reaches to the end of its description.
-    assert text["ids"]["pe_lib.Rotary.forward"] == [4, 6]
+    assert text["ids"]["pe_lib.Rotary.forward"] == [5, 7]

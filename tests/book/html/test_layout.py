@@ -28,7 +28,7 @@ pytestmark = pytest.mark.html
 # outside the boxes that may scroll inside themselves (code, display math, wide tables).
 WIDER_THAN = """(limit) => {
     const scrolls = 'pre, .highlight, .katex-display, span.math > .katex, '
-        + '.pst-scrollable-table-container, .pe-table-box';
+        + '.pst-scrollable-table-container, .pe-table-box, .cell_output div.text_html';
     const found = [];
     for (const el of document.querySelectorAll('article *')) {
         if (el.getBoundingClientRect().right > limit + 1 && !el.closest(scrolls)) {

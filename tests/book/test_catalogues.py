@@ -350,6 +350,8 @@ REJECTED = {
     "진짜 토큰|첫 실제 토큰": "패딩이 아닌 첫 토큰",
     "내보[내낸낼]": "축출하다 (evicting)",
     "한 줄 너머": "직선 너머 (a line of text is not meant)",
+    "유계": "값의 범위가 정해져 있다 (real analysis's word, not this book's readers')",
+    "열 한 쌍": "두 열을 한 쌍으로 (열 한 reads as eleven)",
 }
 
 
@@ -379,6 +381,10 @@ def test_the_rejected_words_are_seen() -> None:
     assert not rejected_words("*KV 캐시*(키-값 캐시)에 기억한다", article)
     assert rejected_words("로짓을 전체 패스와 비교하면", article)
     assert rejected_words("나머지는 내보낸다", article)
+    assert rejected_words("코드가 유계가 아니다", article)
+    assert rejected_words("열 한 쌍을 두고", article) and not rejected_words(
+        "두 열을 한 쌍으로", article
+    )
     title = "*Transformer Encoder: 문맥을 이해하는 핵심 블록*"
     assert whitespace(title.strip("*")) in article and not rejected_words(title, article)
 

@@ -3,7 +3,7 @@
 axe-core (MPL-2.0, Deque Systems) is not kept in this repository: this script downloads the
 pinned release from the npm registry, checks it against the registry's sha512 digest
 (``dist.integrity``), and writes its browser bundle ``axe.min.js`` and licence into
-``tests/book/axe-core/``. The test (``tests/book/test_html.py``, ``test_no_serious_accessibility
+``tests/book/axe-core/``. The test (``tests/book/html/test_accessibility.py``, ``test_no_serious_accessibility
 _violation``) injects the bundle into each page and calls ``axe.run``, its documented API.
 ``make html-test`` runs this script when the file is missing.
 """

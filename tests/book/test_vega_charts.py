@@ -3,7 +3,7 @@ vl-convert-python, no Node.js), with the theme's colours as CSS variables, and a
 warning failing the build.
 
 What the browser draws from the compiled specifications is compared with pe_lib in
-tests/book/test_html.py.
+tests/book/html/test_figures.py.
 """
 
 from __future__ import annotations

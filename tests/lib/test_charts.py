@@ -1,6 +1,6 @@
 """pe_lib.charts: specifications that are valid Vega-Lite, deterministic, and bound to controls.
 
-What the browser computes from them is compared with pe_lib in tests/test_html.py.
+What the browser computes from them is compared with pe_lib in tests/book/html/test_figures.py.
 """
 
 from __future__ import annotations

@@ -259,7 +259,7 @@ FIGURES_DRAWN = """() => Array.from(document.querySelectorAll('div.pe-chart'))
 NARROW_WIDTH = 400
 
 # Every chart's background and text colours, with the page's; and its accessible description.
-CHART_THEME = """() => {
+CHART_THEME = """(only = null) => {
     const probe = document.createElement('div');
     probe.style.color = getComputedStyle(document.documentElement)
         .getPropertyValue('--pst-color-background');
@@ -274,7 +274,9 @@ CHART_THEME = """() => {
         }
         return page;
     };
-    return Array.from(document.querySelectorAll('div.pe-chart'), figure => {
+    // Every figure, or the one given (a page draws a figure only when it is scrolled to).
+    const figures = only ? [only] : Array.from(document.querySelectorAll('div.pe-chart'));
+    return figures.map(figure => {
         const svg = figure.querySelector('svg');
         const text = svg.querySelector('text');
         const bindings = figure.querySelector('.vega-bindings');

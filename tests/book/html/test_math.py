@@ -223,7 +223,10 @@ def test_far_formulas_and_figures_wait_until_the_reader_scrolls_to_them(browser,
             timeout=FIGURE_TIMEOUT_MS,
         )
         scrolled = page.evaluate(FAR_BELOW)
-        chart = page.evaluate(CHART_THEME)[-1]
+        last = page.evaluate_handle(
+            "() => Array.from(document.querySelectorAll('article div.pe-chart')).pop()"
+        )
+        chart = page.evaluate(CHART_THEME, last)[-1]
         scrollers = page.evaluate(MATH_SCROLLERS)
     finally:
         page_visit.close()

@@ -265,6 +265,7 @@ def test_the_core_installs_alone_and_runs_the_checkers(tmp_path: Path) -> None:
     checkers run, and nothing of an extra is installed or imported."""
     env_dir = tmp_path / "core"
     venv.EnvBuilder(with_pip=True).create(env_dir)
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     python = env_dir / "bin" / "python"
     torch_pin = re.search(r"^torch==\S+", (ROOT / "requirements.txt").read_text(), re.M)
     assert torch_pin is not None
@@ -274,6 +275,7 @@ def test_the_core_installs_alone_and_runs_the_checkers(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             check=False,
+            env=clean,
         )
         assert result.returncode == 0, result.stderr[-2000:]
     extras = sorted({n for needs in EXTRAS.values() for n in needs} | {"transformers"})
@@ -283,6 +285,7 @@ def test_the_core_installs_alone_and_runs_the_checkers(tmp_path: Path) -> None:
         text=True,
         check=False,
         cwd=tmp_path,
+        env=clean,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout.splitlines()[-1])

@@ -10,13 +10,12 @@ from the top-level helpers), never from one below::
         fast                 the rotation block by block on the CPU, and the kept frequencies
         formula              theta, angles, the rotation in both layouts: apply_rope, RotaryEmbedding
         axial                several coordinates per token (images, video)
-    encodings/               the other encodings, and the registry of all of them
+    encodings/               the other encodings; the package is the registry of them all
         sinusoidal           the fixed sinusoidal table (Vaswani et al., 2017)
         modules              nn.Module wrappers that add a table to token embeddings
         relative             the sinusoidal shift matrix: PE(pos + k) from PE(pos)
         relative_bias        Shaw's clipped distances and T5's buckets
         alibi                attention with linear biases (ALiBi)
-        registry             ENCODINGS: one entry per encoding, one contract for all
     models/                  what a model does with positions
         attention            single-head scaled dot-product self-attention
         llama                a Llama-architecture decoder with pe_lib's rotation
@@ -32,9 +31,8 @@ from the top-level helpers), never from one below::
         lm                   a character-level language model on real text
         content_positions    positions that depend on the content (CoPE, FoX, PaTH)
     checks/                  homework checkers: one framework, one module per checker
-    pretrained/              trained weights, fetched and cached (extra: pretrained)
+    pretrained/              trained weights, fetched, cached, loaded (extra: pretrained)
         _cache               a cache folder replaced whole, never touching what it did not write
-        weights              all-MiniLM-L6-v2's position table, SmolLM2-135M
         layout               which channel pairing a checkpoint was trained with
     viz/                     figures (extra: viz)
         style                one colour, dash and name per method

@@ -5,7 +5,7 @@ with the same operations in the same dtypes, only with fewer passes over memory 
 repeated steps. What runs where is decided in one place, :func:`dispatch`:
 
 * **kept frequencies** (``keep``): the signed ``theta_i`` of a scaling, head size, length and
-  layout are formed once and kept (:func:`kept_frequencies`, a :func:`functools.lru_cache` of
+  layout are formed once and kept (:func:`kept_frequencies`, a ``functools.lru_cache`` of
   256 entries), on the CPU and on each device asked for, so that a call on a GPU copies nothing
   from the host. At one token a step, forming them took a fifth of :func:`~pe_lib.rope.apply_rope`'s
   time on the CPU. Not under ``torch.compile``, in a dispatch mode (fake tensors), in a

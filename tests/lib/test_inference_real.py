@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pe_lib import pretrained
 from pe_lib.experiments.lm import load_corpus
 from pe_lib.models.inference import (
     KVCache,
@@ -22,7 +23,6 @@ from pe_lib.models.inference import (
     position_ids_from_mask,
     run_cached,
 )
-from pe_lib.pretrained import weights as pretrained
 
 pytestmark = [
     pytest.mark.integration,

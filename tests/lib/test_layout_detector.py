@@ -17,8 +17,8 @@ import pytest
 import torch
 from tiny_models import TINY_LLAMA
 
+from pe_lib import pretrained
 from pe_lib.models.llama import LlamaSpec, half_rows_to_gguf
-from pe_lib.pretrained import weights as pretrained
 from pe_lib.pretrained.layout import LayoutVerdict, detect_layout
 
 transformers = pytest.importorskip("transformers")

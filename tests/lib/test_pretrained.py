@@ -19,7 +19,7 @@ import pytest
 import torch
 from tiny_models import TINY_LLAMA
 
-from pe_lib import apply_rope
+from pe_lib import apply_rope, pretrained
 from pe_lib.models.llama import LlamaSpec, RotaryLlama, gguf_rows_to_half, half_rows_to_gguf
 from pe_lib.pretrained import (
     FETCH_COMMAND,
@@ -31,7 +31,6 @@ from pe_lib.pretrained import (
     fetch_weights,
     minilm_position_table,
 )
-from pe_lib.pretrained import weights as pretrained
 
 gguf = pytest.importorskip("gguf")
 transformers = pytest.importorskip("transformers")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from pe_lib import pretrained
 from pe_lib.pretrained import (
     FETCH_COMMAND,
     WEIGHTS_ENV,
@@ -31,7 +32,6 @@ from pe_lib.pretrained import (
     WrongWeightsError,
     fetch_weights,
 )
-from pe_lib.pretrained import weights as pretrained
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -416,7 +416,7 @@ def test_a_file_rewritten_with_its_size_and_mtime_kept_is_checked_again(
 SCRIPT = """
 import os, sys, time
 from pathlib import Path
-from pe_lib.pretrained import weights as pretrained
+from pe_lib import pretrained
 
 mode, target, signal_file = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 SLEEPER = (

@@ -25,8 +25,8 @@ transformers = pytest.importorskip("transformers")
 from rope_entries import DEEPSEEK_V3_YARN, GPT_OSS_YARN, LLAMA31, QWEN25_YARN  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
-from pe_lib import rope_scaling  # noqa: E402
 from pe_lib.rope import apply_rope  # noqa: E402
+from pe_lib.rope import scaling as rope_scaling  # noqa: E402
 from pe_lib.rope.scaling import ROPE_SCALINGS, rope_frequencies  # noqa: E402
 
 #: float32 rounding of transformers' computation, relative.

@@ -310,7 +310,7 @@ $(WIDGET_MANAGER): tools/fetch_widget_manager.py tools/npm_tarball.py
 $(HANGUL_FONT): tools/fetch_hangul_font.py tools/npm_tarball.py
 	$(PYTHON) tools/fetch_hangul_font.py
 
-$(VEGA): tools/fetch_vega.py tools/npm_tarball.py pe_lib/charts.py
+$(VEGA): tools/fetch_vega.py tools/npm_tarball.py pe_lib/viz/charts.py
 	$(PYTHON) tools/fetch_vega.py
 
 $(ICONS): tools/fetch_icons.py tools/npm_tarball.py

@@ -4,7 +4,7 @@ Chapter 9 (``book/09_train_short_test_long.ipynb``) asks of every model of its t
 longer window *helps*, not only whether it does not hurt: the far-context gain (the last L
 characters of each 8 L window scored after 7 L to 8 L characters of context, and again after 0
 to L - 1, as one window of L: the ratio of the two perplexities, and likewise at 2 L and 4 L), a
-cache n-gram that needs no learning and does read far back (``pe_lib.far_context``), and the
+cache n-gram that needs no learning and does read far back (``pe_lib.experiments.far_context``), and the
 share of attention each model puts on keys L or more positions back (distances it never saw in
 training). The models are ``benchmarks/ch9_seeds.py``'s, trained the chapter's way (one block,
 150 steps at L = 32; RoPE stretched by 4, and fine-tuned for 15 steps at 4 L), one per seed.
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import torch
 
-from pe_lib.far_context import attention_beyond, cache_ngram_losses, window_losses
-from pe_lib.lm import (
+from pe_lib.experiments.far_context import attention_beyond, cache_ngram_losses, window_losses
+from pe_lib.experiments.lm import (
     POSITION_KINDS,
     CharTransformer,
     corpus_splits,

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from pe_lib.lm import (
+from pe_lib.experiments.lm import (
     POSITION_KINDS,
     CharTransformer,
     bigram_perplexity,

@@ -8,11 +8,11 @@ RoPE and with YaRN stretching it by 2 (``rope_scaling`` ``{"rope_type": "yarn", 
 "original_max_position_embeddings": 8192}``, applied as transformers applies it).
 
 The task follows RULER's single-needle retrieval (Hsieh et al., 2024, arXiv:2404.06654, section
-3.1, S-NIAH), with the chapter's text (Python's help topics, ``pe_lib.lm.load_corpus``) as the
+3.1, S-NIAH), with the chapter's text (Python's help topics, ``pe_lib.experiments.lm.load_corpus``) as the
 haystack, and the pass key of Mohtashami and Jaggi (2023, arXiv:2305.16300): a sentence giving
 a five-digit key, then the text, then the question; the key counts as retrieved when greedy
 decoding writes its five digits (each digit the model's top choice, the earlier ones in place).
-``pe_lib.far_context.rotary_kv_passes`` runs each text once and every question on its cached
+``pe_lib.experiments.far_context.rotary_kv_passes`` runs each text once and every question on its cached
 keys and values, so one pass serves every distance.
 
 Each (setting, key) prints one line: the distances from the needle to the question, and whether
@@ -31,8 +31,8 @@ import time
 import numpy as np
 import torch
 
-from pe_lib.far_context import retrieved, rotary_kv_passes
-from pe_lib.lm import load_corpus
+from pe_lib.experiments.far_context import retrieved, rotary_kv_passes
+from pe_lib.experiments.lm import load_corpus
 from pe_lib.pretrained import load_smollm2, smollm2_tokenizer
 
 WINDOW = 8192

@@ -1,7 +1,7 @@
 """Cost of each registered encoding in the toy model, against the model without one.
 
 For every entry of :data:`pe_lib.encodings.ENCODINGS` (so a new encoding is measured as soon as
-it is registered) this builds :class:`pe_lib.toy.ShiftedCopyModel` with that encoding and with
+it is registered) this builds :class:`pe_lib.experiments.toy.ShiftedCopyModel` with that encoding and with
 ``position="none"``, and times one forward pass of each on the same batch of token ids, side by
 side in one run, alternating which goes first. Medians of the calling thread's CPU time
 (``time.thread_time``) are compared; with one intra-op thread all the work runs on that thread,
@@ -20,7 +20,7 @@ import time
 import torch
 
 from pe_lib.encodings import ENCODINGS
-from pe_lib.toy import ShiftedCopyModel
+from pe_lib.experiments.toy import ShiftedCopyModel
 
 BATCH, SEQ_LEN, D_MODEL, NUM_HEADS = 16, 256, 64, 4
 

@@ -79,7 +79,7 @@ SCALINGS: dict[str, Mapping[str, Any] | None] = {
 
 def resolved(name: str) -> Any:
     """The scaling entry checked, with ``max_position_embeddings`` where it needs one."""
-    from pe_lib.rope_scaling import resolve_scaling
+    from pe_lib.rope.scaling import resolve_scaling
 
     entry = SCALINGS[name]
     if entry is None:

@@ -17,8 +17,8 @@ bfloat16 in both channel layouts, one run measures side by side:
   :class:`pe_lib.rope.RotaryEmbedding`'s forward with its cached cos and sin (the keys passed
   alongside are one head of one sequence, so the time is that of rotating ``q``).
 
-With ``--compare PATH`` (another version of ``pe_lib/rope.py``, e.g. saved from
-``git show main:pe_lib/rope.py``), that version's ``apply``, ``out`` and ``rotary`` are timed
+With ``--compare PATH`` (another version of ``pe_lib/rope/formula.py``, e.g. saved from
+``git show main:pe_lib/rope/formula.py``), that version's ``apply``, ``out`` and ``rotary`` are timed
 in the same interleaved calls, as the rows ``before``; the installed one is ``after``.
 
 Calls are interleaved, the order alternating, under ``torch.no_grad()`` with a fixed number of
@@ -96,9 +96,9 @@ def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
 
 
 def load_rope_version(path: Path) -> ModuleType:
-    """``path`` (a version of ``pe_lib/rope.py``) imported inside ``pe_lib`` as
-    ``pe_lib._rope_before``, so that its relative imports resolve."""
-    name = "pe_lib._rope_before"
+    """``path`` (a version of ``pe_lib/rope/formula.py``) imported inside ``pe_lib.rope`` as
+    ``pe_lib.rope._formula_before``, so that its relative imports resolve."""
+    name = "pe_lib.rope._formula_before"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
@@ -121,6 +121,9 @@ def median_seconds(
     clock: Callable[[], float] = time.process_time,
 ) -> dict[str, float]:
     """Median time of each callable, called in turn (order alternating) ``repeats`` times."""
+    # Not torch.utils.benchmark: its Timer runs one statement's calls back to back on the wall
+    # clock, where these rows interleave their calls and read the process's CPU time, so that
+    # the other jobs of a shared machine change each row alike.
     times: dict[str, list[float]] = {name: [] for name in candidates}
     for function in candidates.values():  # warm-up: allocator, caches
         for _ in range(3):
@@ -350,7 +353,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=31)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
-    parser.add_argument("--compare", type=Path, help="another pe_lib/rope.py, timed as 'before'")
+    parser.add_argument(
+        "--compare", type=Path, help="another pe_lib/rope/formula.py, timed as 'before'"
+    )
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument(
         "--compile",

@@ -1,8 +1,8 @@
 """The command line: ``python -m pe_lib describe path/to/config.json [--json]``.
 
-``describe`` prints :func:`pe_lib.description.describe` of a ``config.json`` (or of a folder in
+``describe`` prints :func:`pe_lib.models.description.describe` of a ``config.json`` (or of a folder in
 the Hugging Face layout that holds one): a plain-text table, or with ``--json`` the JSON of
-:meth:`pe_lib.description.Description.to_dict`. A config pe_lib cannot read ends the command
+:meth:`pe_lib.models.description.Description.to_dict`. A config pe_lib cannot read ends the command
 with status 2 and the message naming the field.
 """
 
@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="read the file's keys alone: refuse keys transformers' classes would fill in",
     )
     arguments = parser.parse_args(argv)
-    from .description import describe as describe_config
+    from .models.description import describe as describe_config
 
     try:
         found = describe_config(

@@ -21,8 +21,6 @@ from typing import TypeVar
 import numpy as np
 import torch
 
-from ._tracing import quiet_while_tracing
-
 __all__ = [
     "LAYOUT_ALIASES",
     "LAYOUTS",
@@ -364,12 +362,9 @@ def naming_allocation(what: str, nbytes: int) -> Iterator[None]:
 def check_features(name: str, x: object, d_model: int, ndim: int = 3) -> torch.Tensor:
     """A floating tensor of shape (batch, seq_len, d_model) (``ndim`` dimensions in all).
 
-    With ``ndim == 3`` the sequence must hold at least one position (``seq_len >= 1``). While
-    ``torch.jit.trace`` records a call, the sizes of ``x`` are traced values: they are checked
-    for the example input only (a trace holds no Python checks), without tracer warnings.
+    With ``ndim == 3`` the sequence must hold at least one position (``seq_len >= 1``).
     """
-    with quiet_while_tracing():
-        return _check_features(name, x, d_model, ndim)
+    return _check_features(name, x, d_model, ndim)
 
 
 def _check_features(name: str, x: object, d_model: int, ndim: int) -> torch.Tensor:
@@ -396,7 +391,7 @@ def _check_features(name: str, x: object, d_model: int, ndim: int) -> torch.Tens
     return x
 
 
-# --- rotary embeddings (pe_lib.rope, pe_lib.rope_scaling) --------------------------------------
+# --- rotary embeddings (pe_lib.rope, pe_lib.rope.scaling) --------------------------------------
 
 
 def check_real(
@@ -582,6 +577,35 @@ def check_rotary_input(name: str, x: object) -> torch.Tensor:
             f"are rotated in pairs; got head_dim={x.shape[-1]} (shape {tuple(x.shape)})"
         )
     return x
+
+
+def check_rotary_tables(
+    x: torch.Tensor, cos: object, sin: object
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin for rotating ``x``: floating tensors of one shape ``(..., seq_len, n)``,
+    ``1 <= n <= d/2``, their leading sizes (aligned from the right) 1 or those of ``x``, on
+    ``x``'s device."""
+    for name, t in (("cos", cos), ("sin", sin)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            kind = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
+            raise TypeError(f"{name} must be a floating torch.Tensor, got {kind}")
+    assert isinstance(cos, torch.Tensor) and isinstance(sin, torch.Tensor)
+    shape, lead = tuple(cos.shape), tuple(x.shape[:-1])
+    if (
+        tuple(sin.shape) != shape
+        or not 1 <= len(shape) <= x.dim()
+        or not 1 <= shape[-1] <= x.shape[-1] // 2
+        or any(c not in (1, s) for c, s in zip(reversed(shape[:-1]), reversed(lead), strict=False))
+    ):
+        raise ValueError(
+            f"cos and sin must have one shape (..., seq_len, n) with 1 <= n <= head_dim / 2 = "
+            f"{x.shape[-1] // 2} and leading sizes 1 or those of x {tuple(x.shape)}, got cos "
+            f"{shape} and sin {tuple(sin.shape)}"
+        )
+    for name, t in (("cos", cos), ("sin", sin)):
+        if t.device != x.device:
+            raise ValueError(f"{name} must be on the device of x ({x.device}), got {t.device}")
+    return cos, sin
 
 
 def _memory_span(t: torch.Tensor) -> tuple[int, int]:

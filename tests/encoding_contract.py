@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from pe_lib.encodings import PROPERTIES, Encoding
-from pe_lib.toy import ShiftedCopyModel
+from pe_lib.experiments.toy import ShiftedCopyModel
 
 ROOT = Path(__file__).resolve().parents[1]
 API_PAGE = (ROOT / "book" / "api.md").read_text(encoding="utf-8")

@@ -1,7 +1,7 @@
 """Fetch Vega and vega-embed, which draw the book's kernel-free figures in the browser.
 
 The explorable figures are Vega-Lite specifications (data plus expressions, written by
-``pe_lib.charts`` through Altair); the browser evaluates their formulas whenever a control moves.
+``pe_lib.viz.charts`` through Altair); the browser evaluates their formulas whenever a control moves.
 The two JavaScript libraries (BSD-3-Clause, the Vega project) are not kept in this repository:
 this script downloads each pinned release from the npm registry, checks it against the registry's
 sha512 digest, and writes its minified browser bundle and licence into ``book/_static/vega/``
@@ -9,7 +9,7 @@ sha512 digest, and writes its minified browser bundle and licence into ``book/_s
 missing. Vega-Lite, which compiles the figures to Vega, runs at build time inside the pinned
 ``vl-convert-python`` (``book/_ext/vega_charts.py``) and is never sent to a reader.
 
-The releases and their digests are ``VEGA_RELEASES`` in ``pe_lib/charts.py``. Keep ``vega-lite``
+The releases and their digests are ``VEGA_RELEASES`` in ``pe_lib/viz/charts.py``. Keep ``vega-lite``
 at the schema version of the pinned ``altair`` in ``requirements.txt`` (``alt.SCHEMA_VERSION``)
 and among the versions the pinned ``vl-convert-python`` bundles; Vega and vega-embed follow the
 majors that Altair names (``alt.VEGA_VERSION``, ``alt.VEGAEMBED_VERSION``).
@@ -27,18 +27,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def releases() -> dict[str, tuple[str, str]]:
-    """``pe_lib.charts.VEGA_RELEASES``, the one place the versions are named: package ->
+    """``pe_lib.viz.charts.VEGA_RELEASES``, the one place the versions are named: package ->
     (version, ``dist.integrity`` of the release in the npm registry's metadata).
 
     Read from the module's source, so that this script runs without pe_lib's dependencies.
     """
-    tree = ast.parse((ROOT / "pe_lib" / "charts.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "pe_lib" / "viz" / "charts.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
             isinstance(target, ast.Name) and target.id == "VEGA_RELEASES" for target in node.targets
         ):
             return ast.literal_eval(node.value)
-    raise SystemExit("pe_lib/charts.py defines no VEGA_RELEASES")
+    raise SystemExit("pe_lib/viz/charts.py defines no VEGA_RELEASES")
 
 
 # The packages the pages load, and where their bundles go.

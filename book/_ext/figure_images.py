@@ -1,6 +1,6 @@
 """The chapters' figures as a phone wants them: their shape kept, loaded when needed, at its size.
 
-myst-nb writes a figure's PNG output (drawn by ``pe_lib.plotting`` at twice its displayed size)
+myst-nb writes a figure's PNG output (drawn by ``pe_lib.viz.plotting`` at twice its displayed size)
 as ``<img src=... style="width: Wpx; height: Hpx;">``, the sizes IPython's retina output puts in
 the output's metadata. An inline height beats the stylesheet's ``height: auto``: in a column
 narrower than ``W`` the figure kept its height and lost its width. This extension writes the

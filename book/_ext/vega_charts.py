@@ -1,11 +1,11 @@
 """The explorable figures compiled from Vega-Lite to Vega when each page is written.
 
-A figure of ``pe_lib.charts`` is stored in a chapter as ``<div class="pe-chart">`` followed by
+A figure of ``pe_lib.viz.charts`` is stored in a chapter as ``<div class="pe-chart">`` followed by
 its Vega-Lite specification (``<script type="application/json" class="pe-chart-spec">``). A
 browser needs Vega-Lite (249 KB) only to compile that specification to Vega; this extension
 compiles it once, at build time, with the pinned ``vl-convert-python`` (Vega-Lite run in its own
 embedded JavaScript engine, offline: ``vl_convert.vegalite_to_vega``), at the Vega-Lite version
-that ``pe_lib.charts.VEGA_RELEASES`` names, and writes the Vega specification just before the
+that ``pe_lib.viz.charts.VEGA_RELEASES`` names, and writes the Vega specification just before the
 figure, as
 ``<script type="application/json" class="pe-chart-vega">``. ``_static/pe-charts.js`` draws that
 with Vega alone. It acts on the cell outputs that hold a figure, raw HTML nodes of the doctree,
@@ -31,7 +31,7 @@ from typing import Any
 
 from docutils import nodes
 
-from pe_lib.charts import VEGA_RELEASES
+from pe_lib.viz.charts import VEGA_RELEASES
 
 # vl-convert names its bundled Vega-Lite versions by major and minor ("6.4").
 VEGA_LITE_VERSION = ".".join(VEGA_RELEASES["vega-lite"][0].split(".")[:2])
@@ -57,7 +57,7 @@ THEME_CONFIG: dict[str, Any] = {
     "view": {"stroke": GRID},
 }
 
-# What marks a figure as pe_lib.charts.ExplorableFigure.to_html writes it: the placeholder, then
+# What marks a figure as pe_lib.viz.charts.ExplorableFigure.to_html writes it: the placeholder, then
 # the Vega-Lite specification.
 FIGURE_CLASS = "pe-chart"
 SPEC_CLASS = "pe-chart-spec"
@@ -118,7 +118,7 @@ def _compile_one(spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
     if VEGA_LITE_VERSION not in available:
         raise RuntimeError(
             f"vl-convert-python bundles Vega-Lite {available}, not {VEGA_LITE_VERSION} "
-            "(pe_lib.charts.VEGA_RELEASES): pin a vl-convert-python that does"
+            "(pe_lib.viz.charts.VEGA_RELEASES): pin a vl-convert-python that does"
         )
     sys.stderr.flush()
     saved = os.dup(2)
@@ -168,7 +168,7 @@ def compile_figures(fragment: str) -> str:
     if len(parser.specs) != len(parser.starts):
         raise RuntimeError(
             f"{len(parser.starts)} figures but {len(parser.specs)} specifications in an output: "
-            "pe_lib.charts.ExplorableFigure.to_html writes one after each figure"
+            "pe_lib.viz.charts.ExplorableFigure.to_html writes one after each figure"
         )
     compiled = compile_specs([themed(json.loads(spec)) for spec in parser.specs])
     # HTMLParser counts lines at "\n" alone, and columns in characters.

@@ -1,4 +1,4 @@
-// Draws the book's explorable figures (pe_lib.charts) in the browser, with no kernel.
+// Draws the book's explorable figures (pe_lib.viz.charts) in the browser, with no kernel.
 // A figure is a <div class="pe-chart"> followed by its Vega-Lite specification in a
 // <script type="application/json" class="pe-chart-spec">; the build compiled that to Vega
 // (book/_ext/vega_charts.py) and wrote it just before the figure, in a
@@ -15,7 +15,7 @@
 //   colours as CSS variables ("var(--pst-color-background, #ffffff)"), replaced here by their
 //   values, and again when the reader switches;
 // - in the dark theme, draws the data in the palette's dark-page shades: each colour of the
-//   specification's usermeta.dark_colors (pe_lib.style.dark_variants, light colour -> its
+//   specification's usermeta.dark_colors (pe_lib.viz.style.dark_variants, light colour -> its
 //   variant) is replaced by its variant, so every line keeps 3:1 contrast with the page;
 // - redraws to the width of its box whenever the box changes size (window resized, sidebar
 //   toggled), for charts whose specification fits them to their container;

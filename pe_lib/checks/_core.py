@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from .._validation import check_nonnegative_int
-from ..sinusoidal import angular_frequencies
+from ..encodings.sinusoidal import angular_frequencies
 from ._messages import (
     LANGUAGES,
     PARTICLES,
@@ -562,7 +562,7 @@ def reference(
     r"""The sinusoidal table at ``positions`` and its angles.
 
     :math:`PE(pos, 2i) = \sin(pos\,\omega_i)`, :math:`PE(pos, 2i+1) = \cos(pos\,\omega_i)`:
-    the values of :func:`pe_lib.sinusoidal.sinusoidal_table`, at any float64 positions.
+    the values of :func:`pe_lib.encodings.sinusoidal.sinusoidal_table`, at any float64 positions.
 
     Args:
         positions: ``(n,)`` float64.

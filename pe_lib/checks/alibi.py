@@ -6,7 +6,7 @@ position ``i`` and key position ``j <= i`` in head ``h``, and masks future keys.
 other ``n``, the authors' code (``get_slopes`` in ``fairseq/models/transformer.py`` of
 github.com/ofirpress/attention_with_linear_biases) takes the slopes of the closest power of two
 below, :math:`n_0`, followed by every other slope of :math:`2 n_0` heads (``[0::2]``), as many as
-needed. The references are :func:`pe_lib.alibi.alibi_slopes` and :func:`pe_lib.alibi.alibi_bias`,
+needed. The references are :func:`pe_lib.encodings.alibi.alibi_slopes` and :func:`pe_lib.encodings.alibi.alibi_bias`,
 computed in float64.
 
 **Tolerance.** A slope may differ from the reference by :math:`8\,\varepsilon\,s_h`, a bias entry
@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from .._validation import check_bool, check_callable
-from ..alibi import alibi_bias, alibi_slopes
+from ..encodings.alibi import alibi_bias, alibi_slopes
 from ._core import (
     EPS64,
     EXCEPTION,
@@ -146,7 +146,7 @@ def check_alibi_slopes(slopes: Callable[[int], object], *, seed: int = 0) -> Non
     ``slopes(n)`` is called for ``n`` = 8, 4, 16, 2, 1, 32 and then 3, 5, 6, 7, 12, 20, 24, 40
     heads. It must return the ``n`` slopes :math:`s_1, \dots, s_n` (a list of floats, a numpy
     array or a torch tensor; shape ``(n,)``, or any shape with ``n`` entries such as
-    ``(n, 1, 1)``), equal to :func:`pe_lib.alibi.alibi_slopes` within the tolerance of the module
+    ``(n, 1, 1)``), equal to :func:`pe_lib.encodings.alibi.alibi_slopes` within the tolerance of the module
     docstring: :math:`2^{-8h/n}` for powers of two, the authors' interleaving rule otherwise.
 
     At the first wrong ``n`` ``.mistake`` (one of ``check_alibi_slopes.mistakes``) is:
@@ -416,7 +416,7 @@ _MASK_GAP = 5e3
 def check_alibi_bias(
     bias: Callable[[int, int, int], object], *, causal: bool = True, seed: int = 0
 ) -> None:
-    r"""Check an ALiBi bias builder against the paper (and :func:`pe_lib.alibi.alibi_bias`).
+    r"""Check an ALiBi bias builder against the paper (and :func:`pe_lib.encodings.alibi.alibi_bias`).
 
     ``bias(num_heads, q_len, k_len)`` is called for ``(8, 6, 6)``, ``(4, 5, 5)``,
     ``(12, 7, 7)`` (12 heads: not a power of two), then ``(8, 1, 9)`` and ``(8, 3, 10)``

@@ -133,8 +133,8 @@ def _whole_numbers(name: str, values: object, what: str) -> list[int]:
 
 @functools.cache
 def corpus_vocabulary() -> int:
-    """The number of distinct characters of chapter 9's corpus (:func:`pe_lib.lm.load_corpus`)."""
-    from ..lm import load_corpus
+    """The number of distinct characters of chapter 9's corpus (:func:`pe_lib.experiments.lm.load_corpus`)."""
+    from ..experiments.lm import load_corpus
 
     return len(set(load_corpus()))
 

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from .._validation import check_base, check_bool, check_positive_int
-from ..sinusoidal import DEFAULT_BASE
+from ..encodings.sinusoidal import DEFAULT_BASE
 from ._core import (
     ANGLE_ERROR_CAP,
     EPS32,
@@ -385,7 +385,7 @@ def check_positional_encoding_module(
     So the article's ``PositionalEncoding`` (a float32 table of ``max_len`` rows sliced with
     ``pe[:seq_len]``, which raises beyond ``max_len`` and returns float32 for a bfloat16
     input) passes with two notes, ``"fixed_length"`` and ``"dtype"``, and fails with
-    ``strict=True``; :class:`pe_lib.modules.SinusoidalPositionalEncoding` passes either way.
+    ``strict=True``; :class:`pe_lib.encodings.modules.SinusoidalPositionalEncoding` passes either way.
     Batch-first modules only: a module written for ``(seq_len, batch, d_model)`` inputs is
     diagnosed as ``"position_axis"``.
 

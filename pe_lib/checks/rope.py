@@ -13,7 +13,7 @@ rotated by the angle :math:`m\,\theta_i`, :math:`\theta_i = \mathrm{base}^{-2i/d
 pair ``i`` being channels ``(2i, 2i+1)`` in the ``"interleaved"`` layout (RoFormer, Meta's Llama
 code) and ``(i, i + d/2)`` in the ``"half"`` layout (GPT-NeoX, Hugging Face's ``rotate_half``).
 With a ``scaling`` (a ``config.json`` ``rope_scaling`` entry) the :math:`\theta_i` and the
-factor multiplying cos and sin are those of :func:`pe_lib.rope_scaling.rope_frequencies`, which
+factor multiplying cos and sin are those of :func:`pe_lib.rope.rope_frequencies`, which
 equal those of the code the models run (Hugging Face transformers' ``ROPE_INIT_FUNCTIONS``, to
 float32 rounding): a rotation built as transformers builds it passes. Every message about wrong
 values names the reference it was compared with.
@@ -59,7 +59,7 @@ from .._validation import (
     check_layout,
     check_positive_int,
 )
-from ..rope_scaling import ScalingConfig, frequencies_of, resolve_scaling, rope_frequencies
+from ..rope.scaling import ScalingConfig, resolve_scaling, rope_frequencies
 from ._core import (
     EPS32,
     EXCEPTION,
@@ -192,7 +192,7 @@ _NOT_ROTATED = MISTAKES.declare(
 )
 _FIX_SCALING = (
     "take theta'_i and the attention factor from the scaling once, e.g. "
-    "pe_lib.rope_scaling.rope_frequencies(head_dim, base=base, scaling=scaling), and rotate by "
+    "pe_lib.rope.rope_frequencies(head_dim, base=base, scaling=scaling), and rotate by "
     'm * theta\'_i; for "linear" (position interpolation) that is the angle of position '
     "m / factor."
 )
@@ -258,7 +258,7 @@ _WRONG_VALUES_SCALED = MISTAKES.declare(
     "wrong_values",
     _WRONG_VALUES_WHAT,
     "take theta'_i and the attention factor of the {rope_type!r} scaling once, from "
-    "pe_lib.rope_scaling.rope_frequencies(head_dim, base=base, scaling=scaling), and rotate pair "
+    "pe_lib.rope.rope_frequencies(head_dim, base=base, scaling=scaling), and rotate pair "
     "i at position m by m * theta'_i, cos and sin multiplied by the attention factor; compare "
     "your theta'_i with those, pair by pair.",
 )
@@ -274,7 +274,7 @@ _BASE_SCALED = MISTAKES.declare(
     "base",
     "the result is the {rope_type!r} scaling applied to base {found}, not to base {base}.",
     "apply the scaling to the model's own base (rope_theta): "
-    "pe_lib.rope_scaling.rope_frequencies(head_dim, base={base}, scaling=scaling).",
+    "pe_lib.rope.rope_frequencies(head_dim, base={base}, scaling=scaling).",
 )
 _RECIPES = {
     "positions": text("the positions rounded to {dtype}"),
@@ -289,9 +289,9 @@ _AGAINST = text("For {call}, against {reference}, ")
 _BUFFER = text("buffer")
 _CAST_COPY = text(" (a copy of the module cast with .to(torch.{dtype}))")
 _PLAIN = text("plain RoPE, theta_i = {base} ** (-2i / {head_dim})")
-_SCALED = text("the {rope_type!r} frequencies of pe_lib.rope_scaling.rope_frequencies: {reference}")
+_SCALED = text("the {rope_type!r} frequencies of pe_lib.rope.rope_frequencies: {reference}")
 _HF = text("the numbers of transformers {version}'s {function} ({file})")
-#: The references of :data:`pe_lib.rope_scaling.ROPE_SCALINGS` that are not transformers'.
+#: The references of :data:`pe_lib.rope.scaling.ROPE_SCALINGS` that are not transformers'.
 _REFERENCES = {
     english: text(english)
     for english in (
@@ -453,9 +453,9 @@ def check_rope(
             without ``base`` must hold; 10000 for plain RoPE.
         layout: ``"interleaved"`` (pairs ``(2i, 2i+1)``) or ``"half"`` (pairs ``(i, i + d/2)``).
         scaling: ``None`` (plain RoPE), a ``config.json`` ``rope_scaling`` mapping (any method
-            of :data:`pe_lib.rope_scaling.ROPE_SCALINGS`), or a
-            :class:`~pe_lib.rope_scaling.ScalingConfig` from
-            :func:`~pe_lib.rope_scaling.resolve_scaling` (needed where the method takes an
+            of :data:`pe_lib.rope.scaling.ROPE_SCALINGS`), or a
+            :class:`~pe_lib.rope.scaling.ScalingConfig` from
+            :func:`~pe_lib.rope.scaling.resolve_scaling` (needed where the method takes an
             argument such as ``max_position_embeddings``). A ``partial_rotary_factor`` below 1
             is refused: every channel is checked as rotated.
         convention: ``"positions"``, ``"offset"`` or ``"qk"`` (see above).
@@ -483,7 +483,7 @@ def check_rope(
     checked_dtypes = _check_dtypes(dtypes)
     probes = _probes(max_len)
     seed = check_seed(seed)
-    frequencies_of(config, head_dim, seq_len=1)  # head_dim against the method
+    config.frequencies(head_dim, 1)  # head_dim against the method
     if config.rotary_dim(head_dim) != head_dim:
         raise ValueError(
             f"check_rope checks rotations of all head_dim channels; scaling's "
@@ -631,7 +631,7 @@ class _Spec:
     rope_type: str
 
     def frequencies(self, seq_len: int) -> tuple[torch.Tensor, float]:
-        return frequencies_of(self.scaling, self.head_dim, seq_len)
+        return self.scaling.frequencies(self.head_dim, seq_len)
 
     @property
     def reference(self) -> str:
@@ -648,7 +648,7 @@ class _Spec:
 
 
 def reference_text(english: str) -> str:
-    """A scaling's reference (:attr:`pe_lib.rope_scaling.RopeScaling.reference`) in the current
+    """A scaling's reference (:attr:`pe_lib.rope.scaling.RopeScaling.reference`) in the current
     language."""
     found = re.fullmatch(r"the numbers of transformers (\S+)'s (\w+) \((\S+)\)", english)
     if found:
@@ -896,8 +896,8 @@ def _scaling_twice(r: _Result) -> dict[str, object] | None:
     if spec.rope_type == "default" or not isinstance(factor, (int, float)) or factor <= 1:
         return None
     squared = {**spec.scaling.params, "factor": factor**2}
-    twice, twice_factor = frequencies_of(
-        dataclasses.replace(spec.scaling, params=squared), spec.head_dim, int(r.positions.max()) + 1
+    twice, twice_factor = dataclasses.replace(spec.scaling, params=squared).frequencies(
+        spec.head_dim, int(r.positions.max()) + 1
     )
     if not r.matches(r.positions.double()[:, None] * twice, twice_factor):
         return None
@@ -931,8 +931,8 @@ def _scaled_base(r: _Result) -> dict[str, object] | None:
     for used in _COMMON_BASES:
         if used == spec.base:
             continue
-        theta, factor = frequencies_of(
-            dataclasses.replace(spec.scaling, base=used), spec.head_dim, int(r.positions.max()) + 1
+        theta, factor = dataclasses.replace(spec.scaling, base=used).frequencies(
+            spec.head_dim, int(r.positions.max()) + 1
         )
         angles = r.positions.double()[:, None] * theta[None, :]
         if r.matches(angles, factor, tolerance=r.tolerance(used)):

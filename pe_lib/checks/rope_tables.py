@@ -9,9 +9,9 @@ done over the wrong channels, the attention factor left out or applied twice, ``
 to half precision by ``model.to(torch.bfloat16)``.
 
 Reference. The tables of one layer as transformers 5.23 computes them: the config read as its
-configuration class fills it in (:func:`pe_lib.config_reader.read_config`), the layer's rotary
-entry and layout (:func:`pe_lib.layer_pattern.layer_pattern`, what :func:`pe_lib.description.describe`
-prints) and its frequencies and attention factor (:func:`pe_lib.rope_scaling.frequencies_of`,
+configuration class fills it in (:func:`pe_lib.models.config_reader.read_config`), the layer's rotary
+entry and layout (:func:`pe_lib.models.layer_pattern.layer_pattern`, what :func:`pe_lib.models.description.describe`
+prints) and its frequencies and attention factor (:meth:`pe_lib.rope.scaling.ScalingConfig.frequencies`,
 tested against transformers' ``ROPE_INIT_FUNCTIONS``), at the positions the engine was asked
 for: :math:`\cos(m\theta_i)` and :math:`\sin(m\theta_i)` of pair ``i`` at position ``m``,
 multiplied by the attention factor ``a`` where the engine folds it into its tables.
@@ -58,9 +58,9 @@ from .._validation import (
     check_nonnegative_int,
     check_positions,
 )
-from ..config_reader import ModelConfig, read_config
-from ..layer_pattern import layer_pattern
-from ..rope_scaling import ScalingConfig, frequencies_of, resolve_scaling
+from ..models.config_reader import ModelConfig, read_config
+from ..models.layer_pattern import layer_pattern
+from ..rope.scaling import ScalingConfig, resolve_scaling
 from ._core import (
     EPS32,
     EPS64,
@@ -176,11 +176,11 @@ _SCALING_DROPPED = MISTAKES.declare(
     "the tables are plain RoPE at base {base}: the {rope_type!r} scaling of layer {layer}'s entry "
     "({entry}) is not applied.",
     "read rope_scaling (transformers 5: rope_parameters) and form the frequencies with it, e.g. "
-    "pe_lib.rope_scaling.rope_frequencies(head_dim, scaling=entry).",
+    "pe_lib.rope.scaling.rope_frequencies(head_dim, scaling=entry).",
 )
 _FIX_FACTOR = (
     "apply the factor once: take theta'_i and the attention factor from the entry as it is, "
-    "e.g. pe_lib.rope_scaling.rope_frequencies(head_dim, scaling=entry)."
+    "e.g. pe_lib.rope.scaling.rope_frequencies(head_dim, scaling=entry)."
 )
 _FACTOR_SQUARED = MISTAKES.declare(
     "factor_twice",
@@ -251,7 +251,7 @@ _WRONG_VALUES = MISTAKES.declare(
     "{layer}'s reference gives {wanted} (allowed error {allowed}); no mistake the checker knows "
     "gives these tables.",
     "compare the engine's frequencies with pe_lib.describe(config) and "
-    "pe_lib.rope_scaling.rope_frequencies(head_dim, scaling=entry) for this layer, pair by pair.",
+    "pe_lib.rope.scaling.rope_frequencies(head_dim, scaling=entry) for this layer, pair by pair.",
 )
 
 #: The mistakes :func:`check_rope_rotate` recognises: its call's own, then those of the tables.
@@ -337,7 +337,7 @@ class _Reference:
     def frequencies(
         self, scaling: ScalingConfig, head: int | None = None
     ) -> tuple[torch.Tensor, float]:
-        return frequencies_of(scaling, self.head if head is None else head, self.seq_len)
+        return scaling.frequencies(self.head if head is None else head, self.seq_len)
 
     def resolve(self, entry: Mapping[str, Any]) -> ScalingConfig:
         return resolve_scaling(entry, max_position_embeddings=self.maximum)
@@ -361,9 +361,9 @@ def _entry_text(scaling: ScalingConfig) -> str:
 
 
 def _load(config: object) -> Mapping[str, Any]:
-    from ..description import _load as load
+    from ..models.description import load_config
 
-    return load(config)  # type: ignore[arg-type]
+    return load_config(config)  # type: ignore[arg-type]
 
 
 def _layer_label(read: ModelConfig, index: int, kind: str) -> str:
@@ -417,7 +417,7 @@ def _reference(
             raise ValueError(f"seq_len must be a positive int (the current length), got {length}")
     scaling = resolve_scaling(own.rope, max_position_embeddings=maximum)
     head = read.head_size(index)
-    theta, factor = frequencies_of(scaling, head, length)
+    theta, factor = scaling.frequencies(head, length)
     label = _layer_label(read, index, own.attention)
     others: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for i, other in enumerate(pattern):
@@ -773,13 +773,13 @@ def _factor_again(t: _Tables) -> dict[str, object] | None:
 
 def _ramp(ref: _Reference, truncate: bool) -> tuple[str, str]:
     """The ends of YaRN's correction range, rounded as ``truncate`` says (for messages)."""
-    from ..rope_scaling import _yarn_pair_index
+    from ..rope.scaling import yarn_pair_index
 
     params = ref.scaling.params
     dim = ref.scaling.rotary_dim(ref.head)
     original = params["original_max_position_embeddings"]
-    low = _yarn_pair_index(params["beta_fast"], dim, ref.scaling.base, original)
-    high = _yarn_pair_index(params["beta_slow"], dim, ref.scaling.base, original)
+    low = yarn_pair_index(params["beta_fast"], dim, ref.scaling.base, original)
+    high = yarn_pair_index(params["beta_slow"], dim, ref.scaling.base, original)
     if truncate:
         return f"{math.floor(low)}", f"{math.ceil(high)}"
     return f"{low:.2f}", f"{high:.2f}"
@@ -1083,8 +1083,8 @@ def check_rope_tables(
         cos, sin: numpy arrays or torch tensors, ``(..., positions, columns)``, of any floating
             dtype (see the module docstring for the columns); not modified.
         config: the model's ``config.json`` as a mapping, the path of one or of a folder holding
-            one (keys left out take transformers' defaults, as :func:`pe_lib.description.describe`), or a
-            :class:`~pe_lib.config_reader.ModelConfig`.
+            one (keys left out take transformers' defaults, as :func:`pe_lib.models.description.describe`), or a
+            :class:`~pe_lib.models.config_reader.ModelConfig`.
         layer: the index of the layer the tables are for.
         positions: the positions the tables were computed at, int64, of shape ``(positions,)``
             or the tables' leading shape (one row per sequence of a batch); by default ``0, 1,
@@ -1098,7 +1098,7 @@ def check_rope_tables(
         seq_len: the current length, for methods whose frequencies follow it (dynamic NTK,
             LongRoPE); by default the largest position + 1, as transformers takes it.
         angle_dtype: the precision the engine may form its angles in (float32 by default).
-        use_transformers: as :func:`pe_lib.config_reader.read_config`.
+        use_transformers: as :func:`pe_lib.models.config_reader.read_config`.
 
     Raises:
         TypeError, ValueError: an argument is not allowed (named in the message): cos or sin not

@@ -2,7 +2,7 @@ r"""``check_relative_shift``: a builder of the shift matrix :math:`M_k`, checked
 
 :math:`PE(pos+k) = M_k\,PE(pos)` with :math:`M_k` block-diagonal, one 2x2 rotation
 :math:`[[\cos k\omega_i, \sin k\omega_i], [-\sin k\omega_i, \cos k\omega_i]]` per sine/cosine
-pair (Vaswani et al., 2017, section 3.5; :func:`pe_lib.relative.relative_shift_matrix`).
+pair (Vaswani et al., 2017, section 3.5; :func:`pe_lib.encodings.relative.relative_shift_matrix`).
 
 **Cases.** The readable ones first, ``d_model`` in 2, 4, 8, 16 and ``k`` in 0, 1, -1, 3, -7,
 40; then 12 drawn from what the exercise allows (:func:`pe_lib.checks._core.draw_cases`):
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import torch
 
 from .._validation import check_base, check_callable
-from ..relative import relative_shift_matrix
-from ..sinusoidal import DEFAULT_BASE, angular_frequencies
+from ..encodings.relative import relative_shift_matrix
+from ..encodings.sinusoidal import DEFAULT_BASE, angular_frequencies
 from ._core import (
     ANGLE_ERROR_CAP,
     EPS32,

@@ -46,7 +46,7 @@ from .._validation import (
     check_nonnegative_int,
     renamed_keyword,
 )
-from ..sinusoidal import DEFAULT_BASE, angular_frequencies
+from ..encodings.sinusoidal import DEFAULT_BASE, angular_frequencies
 from ._core import (
     EPS16,
     EPS32,
@@ -638,7 +638,7 @@ def check_sinusoidal_table(
     Row ``r`` must hold position ``offset + r`` and column ``j`` of it must be
     :math:`\sin(pos\,\omega_{j/2})` for even ``j`` and :math:`\cos(pos\,\omega_{(j-1)/2})`
     for odd ``j``, :math:`\omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}` (the interleaved
-    layout of :func:`pe_lib.sinusoidal.sinusoidal_table`; with odd ``d_model`` the last
+    layout of :func:`pe_lib.encodings.sinusoidal.sinusoidal_table`; with odd ``d_model`` the last
     column is the sine of the last frequency). The table is compared with the float64 values
     within the tolerance of its dtype (see :mod:`pe_lib.checks.table`). A table equal to the
     right one always passes, even where a mistake would give the same numbers (tiny tables,

@@ -48,7 +48,7 @@ def test_first_cell_installs_pe_lib_for_colab(path: Path) -> None:
     guard_at = [i for i, line in enumerate(lines) if GUARD.match(line)]
     assert guard_at, f'{path.name}: no `if importlib.util.find_spec("pe_lib") is None:` guard'
     # The guarded block: the indented lines under the guard (after it, the cell may apply the
-    # book's figure style, pe_lib.plotting.use_book_figures()).
+    # book's figure style, pe_lib.viz.plotting.use_book_figures()).
     body = []
     for line in lines[guard_at[0] + 1 :]:
         if line.strip() and not line[:1].isspace():

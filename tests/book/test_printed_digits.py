@@ -17,7 +17,7 @@ syntax trees; lines of IPython magics are read as ``pass``), in order, and fails
 2. **A trained number formatted outside** ``stable``. Each cell's top-level statements are read
    in order. A statement *trains* if it calls, anywhere inside it (a function it defines
    included), a function named ``train`` or ``train_lms`` with arguments
-   (``pe_lib.toy.train``, ``pe_lib.lm.train_lms``) or a method ``.step()`` with none (an
+   (``pe_lib.experiments.toy.train``, ``pe_lib.experiments.lm.train_lms``) or a method ``.step()`` with none (an
    optimiser's step). A statement that trains, or that reads a *trained name*, makes trained the
    names it binds: those it assigns (loop and comprehension variables included; a function's
    parameters and locals are not bound at the cell's scope), the functions and classes it

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pe_lib.charts import CHARTS
+from pe_lib.viz.charts import CHARTS
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = importlib.util.spec_from_file_location(
@@ -75,8 +75,8 @@ def test_a_vega_lite_warning_fails_the_build() -> None:
 
 
 def test_compiled_with_the_vega_lite_the_pages_name() -> None:
-    """vl-convert compiles with the Vega-Lite minor version pe_lib.charts pins for the pages."""
-    from pe_lib.charts import VEGA_RELEASES
+    """vl-convert compiles with the Vega-Lite minor version pe_lib.viz.charts pins for the pages."""
+    from pe_lib.viz.charts import VEGA_RELEASES
 
     assert VEGA_RELEASES["vega-lite"][0].startswith(vega_charts.VEGA_LITE_VERSION + ".")
     (vega,) = vega_charts.compile_specs([CHARTS[sorted(CHARTS)[0]]().spec])

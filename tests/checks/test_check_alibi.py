@@ -17,9 +17,9 @@ from checker_failures import failing_with
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pe_lib.alibi import alibi_bias, alibi_slopes
 from pe_lib.checks import CheckFailed, check_alibi_bias, check_alibi_slopes
 from pe_lib.checks.alibi import BIAS_MISTAKES, SLOPES_MISTAKES  # the declarations
+from pe_lib.encodings.alibi import alibi_bias, alibi_slopes
 
 
 def get_slopes(n):

@@ -28,7 +28,7 @@ from pe_lib.checks._messages import (
     update,
 )
 from pe_lib.checks.rope import reference_text
-from pe_lib.rope_scaling import ROPE_SCALINGS
+from pe_lib.rope.scaling import ROPE_SCALINGS
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 PACKAGE = Path(pe_lib.checks.__file__).parent

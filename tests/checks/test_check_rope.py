@@ -22,7 +22,7 @@ import pe_lib
 from pe_lib.checks import rope as rope_checker
 from pe_lib.checks._core import CheckFailed
 from pe_lib.checks.rope import CONVENTIONS, check_rope
-from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
+from pe_lib.rope.scaling import resolve_scaling, rope_frequencies
 
 ROPE_MISTAKES = check_rope.mistakes
 fails_with = failing_with(check_rope)
@@ -196,7 +196,7 @@ def test_a_hugging_face_yarn_rotation_with_a_short_original_length_passes(origin
     with pytest.raises(CheckFailed) as info:
         check_rope(hf_yarn_rotate(original), head_dim=head_dim, layout="half", scaling=unclamped)
     message = str(info.value)
-    assert "against the 'yarn' frequencies of pe_lib.rope_scaling.rope_frequencies" in message
+    assert "against the 'yarn' frequencies of pe_lib.rope.rope_frequencies" in message
     assert "transformers 5.23's _compute_yarn_parameters" in message
 
 

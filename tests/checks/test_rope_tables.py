@@ -23,7 +23,7 @@ from checker_failures import failing_with
 transformers = pytest.importorskip("transformers")
 
 from pe_lib.checks import CheckFailed, check_rope_rotate, check_rope_tables  # noqa: E402
-from pe_lib.layer_pattern import layer_pattern  # noqa: E402
+from pe_lib.models.layer_pattern import layer_pattern  # noqa: E402
 from tests.lib.test_describe import HYBRIDS, PUBLISHED  # noqa: E402
 
 transformers.logging.set_verbosity_error()  # tiny configs draw warnings

@@ -1,4 +1,4 @@
-"""Tests of pe_lib.alibi against the rules of Press et al. (2022), derived by hand."""
+"""Tests of pe_lib.encodings.alibi against the rules of Press et al. (2022), derived by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pe_lib.alibi import alibi_bias, alibi_slopes
+from pe_lib.encodings.alibi import alibi_bias, alibi_slopes
 
 
 def test_slopes_for_8_heads_are_powers_one_half_to_one_256th():
@@ -141,7 +141,7 @@ def test_dtype_and_softmax_without_nan(dtype):
 
 
 def test_adding_a_causal_mask_afterwards_changes_nothing():
-    """What pe_lib.toy does: scores + bias, then its own causal mask."""
+    """What pe_lib.experiments.toy does: scores + bias, then its own causal mask."""
     scores = torch.randn(3, 4, 7, 7) + alibi_bias(4, 7, 7)
     causal = torch.ones(7, 7, dtype=torch.bool).tril()
     torch.testing.assert_close(

@@ -1,9 +1,8 @@
-"""pe_lib.attention: shapes, softmax rows, permutation equivariance, masks, errors."""
+"""pe_lib.models.attention: shapes, softmax rows, permutation equivariance, masks, errors."""
 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -175,20 +174,7 @@ def test_no_keys_is_rejected_by_name():
         scaled_dot_product_attention(torch.zeros(3, 4), torch.zeros(0, 4), torch.zeros(0, 4))
 
 
-# --- tracing and compiling ------------------------------------------------------------------------
-
-
-@pytest.mark.filterwarnings(r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning")
-def test_self_attention_traces_for_every_length_without_tracer_warnings():
-    torch.manual_seed(0)
-    module = SelfAttention(8).eval()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", torch.jit.TracerWarning)
-        traced = torch.jit.trace(module, (torch.randn(2, 5, 8),))
-    for seq_len in (1, 7, 12):
-        x = torch.randn(3, seq_len, 8)
-        for got, expected in zip(traced(x), module(x), strict=True):
-            assert torch.equal(got, expected), seq_len
+# --- compiling ------------------------------------------------------------------------
 
 
 def test_self_attention_compiles_in_one_graph_without_a_mask():

@@ -34,18 +34,18 @@ from pe_lib import (
     sinusoidal_table,
     wavelengths,
 )
-from pe_lib.alibi import alibi_bias, alibi_slopes
-from pe_lib.plotting import (
+from pe_lib.encodings.alibi import alibi_bias, alibi_slopes
+from pe_lib.experiments.toy import ShiftedCopyModel, evaluate, shifted_copy_batch, train
+from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
+from pe_lib.rope.scaling import resolve_scaling, rope_frequencies
+from pe_lib.viz.plotting import (
     plot_attention_weights,
     plot_dimensions,
     plot_dot_product_vs_distance,
     plot_encoding_heatmap,
     plot_wavelengths,
 )
-from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
-from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
-from pe_lib.toy import ShiftedCopyModel, evaluate, shifted_copy_batch, train
-from pe_lib.widgets import draw_frequency_view, parse_dims
+from pe_lib.viz.widgets import draw_frequency_view, parse_dims
 
 # Bad values for each kind of argument, with the exception each must raise.
 BAD_VALUES = {

@@ -3,17 +3,17 @@
 Every test builds the transformers piece from a tiny config (no network, no weights) and compares:
 
 * ViT's ``ViTEmbeddings.interpolate_pos_encoding`` and SigLIP 2's
-  ``Siglip2VisionEmbeddings.resize_positional_embeddings`` with :func:`pe_lib.grid.resize_position_table`;
+  ``Siglip2VisionEmbeddings.resize_positional_embeddings`` with :func:`pe_lib.models.grid.resize_position_table`;
 * Pixtral's ``PixtralVisionRotaryEmbedding``, Qwen2-VL's ``Qwen2VLVisionRotaryEmbedding`` (with
   ``transformers.vision_utils.get_vision_position_ids``) and Llama 4's
-  ``Llama4VisionRotaryEmbedding`` with :mod:`pe_lib.axial` at :func:`pe_lib.grid.grid_positions`;
+  ``Llama4VisionRotaryEmbedding`` with :mod:`pe_lib.rope.axial` at :func:`pe_lib.models.grid.grid_positions`;
 * Qwen2-VL's ``Qwen2VLModel.get_rope_index`` and ``Qwen2VLRotaryEmbedding``, Qwen3-VL's
-  ``Qwen3VLTextRotaryEmbedding``, with :func:`pe_lib.grid.mrope_positions` and M-RoPE's angles
+  ``Qwen3VLTextRotaryEmbedding``, with :func:`pe_lib.models.grid.mrope_positions` and M-RoPE's angles
   (videos: ``tests/lib/test_mrope_videos.py``), and every bad video argument named;
 * T5's ``T5Attention._relative_position_bucket`` and ``compute_bias`` with
-  :func:`pe_lib.relative_bias.t5_relative_buckets`;
+  :func:`pe_lib.encodings.relative_bias.t5_relative_buckets`;
 * Wav2Vec2-BERT's ``relative_key`` attention (Shaw et al.'s clipped distances, for keys) with
-  :func:`pe_lib.relative_bias.clipped_relative_positions`.
+  :func:`pe_lib.encodings.relative_bias.clipped_relative_positions`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from pe_lib.axial import AXIAL_LAYOUTS, axial_angles, axial_frequencies  # noqa: E402
-from pe_lib.grid import grid_positions, mrope_positions, resize_position_table  # noqa: E402
-from pe_lib.relative_bias import clipped_relative_positions, t5_relative_buckets  # noqa: E402
+from pe_lib.encodings.relative_bias import clipped_relative_positions, t5_relative_buckets  # noqa: E402
+from pe_lib.models.grid import grid_positions, mrope_positions, resize_position_table  # noqa: E402
 from pe_lib.rope import rotate  # noqa: E402
+from pe_lib.rope.axial import AXIAL_LAYOUTS, axial_angles, axial_frequencies  # noqa: E402
 
 #: cos and sin that transformers forms in float32 from float32 frequencies, against pe_lib's
 #: float64 angles rounded once: a few float32 ulps of an angle up to ~30 rad.

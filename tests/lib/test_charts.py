@@ -1,4 +1,4 @@
-"""pe_lib.charts: specifications that are valid Vega-Lite, deterministic, and bound to controls.
+"""pe_lib.viz.charts: specifications that are valid Vega-Lite, deterministic, and bound to controls.
 
 What the browser computes from them is compared with pe_lib in tests/book/html/test_figures.py.
 """
@@ -18,10 +18,10 @@ import altair as alt
 import jsonschema
 import pytest
 
-from pe_lib import charts
-from pe_lib.charts import CHARTS, ExplorableFigure
-from pe_lib.rope_scaling import DEFAULT_BASE, ROPE_SCALINGS, rope_frequencies
-from pe_lib.style import method_style
+from pe_lib.rope.scaling import DEFAULT_BASE, ROPE_SCALINGS, rope_frequencies
+from pe_lib.viz import charts
+from pe_lib.viz.charts import CHARTS, ExplorableFigure
+from pe_lib.viz.style import method_style
 
 SCHEMA = alt.vegalite.v6.schema.core.load_schema()
 

@@ -1,4 +1,4 @@
-"""pe_lib.content_positions: CoPE, FoX and PaTH against references written apart from pe_lib.
+"""pe_lib.experiments.content_positions: CoPE, FoX and PaTH against references written apart from pe_lib.
 
 Each function is compared on random inputs with a second implementation written here from the
 paper's equations as loops over ``i`` and ``j`` (and the tokens in between), with none of pe_lib's
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from torch.nn import functional as F
 
 from pe_lib import alibi_bias, alibi_slopes
-from pe_lib.content_positions import (
+from pe_lib.experiments.content_positions import (
     CONTENT_KINDS,
     ContentPositionModel,
     cope_attention,
@@ -37,7 +37,7 @@ from pe_lib.content_positions import (
     path_cached_keys,
     path_scores,
 )
-from pe_lib.toy import evaluate, train
+from pe_lib.experiments.toy import evaluate, train
 
 F64 = torch.float64
 

@@ -27,7 +27,7 @@ transformers = pytest.importorskip("transformers")
 
 from pe_lib import describe  # noqa: E402
 from pe_lib.__main__ import main  # noqa: E402
-from pe_lib.description import Description, LayerGroup  # noqa: E402
+from pe_lib.models.description import Description, LayerGroup  # noqa: E402
 
 transformers.logging.set_verbosity_error()  # tiny configs draw warnings
 

@@ -5,17 +5,17 @@ a few chosen settings; here hypothesis draws the settings: sizes, bases, head si
 merge sizes, sequences of text and images. Each property builds the transformers piece from a
 tiny config (no network, no weights) and asks for equality:
 
-* :func:`pe_lib.relative_bias.t5_relative_buckets` with ``T5Attention._relative_position_bucket``,
+* :func:`pe_lib.encodings.relative_bias.t5_relative_buckets` with ``T5Attention._relative_position_bucket``,
   relative positions up to the library's bound ``±(2**53 - 1)``;
-* :func:`pe_lib.relative_bias.clipped_relative_positions` with Wav2Vec2-BERT's ``relative_key``;
-* :func:`pe_lib.grid.mrope_positions` with ``Qwen2VLModel.get_rope_index`` on text and images,
+* :func:`pe_lib.encodings.relative_bias.clipped_relative_positions` with Wav2Vec2-BERT's ``relative_key``;
+* :func:`pe_lib.models.grid.mrope_positions` with ``Qwen2VLModel.get_rope_index`` on text and images,
   grids given as lists and as the ``image_grid_thw`` tensor the model takes; and on text, images
   and videos with the ``get_rope_index`` of Qwen2-VL, Qwen2.5-VL (seconds per step as a list or
   as the processor's float32 tensor) and Qwen3-VL (each step after its timestamp's text);
-* :func:`pe_lib.grid.grid_positions` with ``transformers.vision_utils.get_vision_position_ids``;
-* :func:`pe_lib.grid.resize_position_table` with ``ViTEmbeddings.interpolate_pos_encoding`` and
+* :func:`pe_lib.models.grid.grid_positions` with ``transformers.vision_utils.get_vision_position_ids``;
+* :func:`pe_lib.models.grid.resize_position_table` with ``ViTEmbeddings.interpolate_pos_encoding`` and
   ``Siglip2VisionEmbeddings.resize_positional_embeddings``;
-* :func:`pe_lib.axial.axial_frequencies` and :func:`pe_lib.axial.axial_angles` with the rotary
+* :func:`pe_lib.rope.axial.axial_frequencies` and :func:`pe_lib.rope.axial.axial_angles` with the rotary
   tables of Pixtral, Qwen2-VL's vision tower, Llama 4's vision encoder, Qwen2-VL's M-RoPE and
   Qwen3-VL's interleaved M-RoPE.
 """
@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 
 transformers = pytest.importorskip("transformers")
 
-from pe_lib.axial import axial_angles, axial_frequencies  # noqa: E402
-from pe_lib.grid import grid_positions, mrope_positions, resize_position_table  # noqa: E402
-from pe_lib.relative_bias import clipped_relative_positions, t5_relative_buckets  # noqa: E402
+from pe_lib.encodings.relative_bias import clipped_relative_positions, t5_relative_buckets  # noqa: E402
+from pe_lib.models.grid import grid_positions, mrope_positions, resize_position_table  # noqa: E402
+from pe_lib.rope.axial import axial_angles, axial_frequencies  # noqa: E402
 
 #: The largest magnitude of a relative position (and of a coordinate) pe_lib accepts.
 BOUND = 2**53 - 1

@@ -5,22 +5,22 @@ settings (hypothesis).
 with the code that runs its model on a few chosen settings; here hypothesis draws them. Each
 property asks for equality with:
 
-* :func:`pe_lib.inference.position_ids_from_mask`: ``_prepare_position_ids_for_generation`` of
+* :func:`pe_lib.models.inference.position_ids_from_mask`: ``_prepare_position_ids_for_generation`` of
   a transformers 5.23 model (``generation/utils.py``), the positions ``generate`` gives a padded
   batch, on any mask of 0s and 1s, integer or bool;
-* :func:`pe_lib.inference.packed_positions`: the ``position_ids`` of
+* :func:`pe_lib.models.inference.packed_positions`: the ``position_ids`` of
   ``DataCollatorWithFlattening`` (``data/data_collator.py``);
-* :func:`pe_lib.inference.packed_causal_mask`: the mask ``create_causal_mask``
+* :func:`pe_lib.models.inference.packed_causal_mask`: the mask ``create_causal_mask``
   (``masking_utils.py``) builds from those positions alone, where ``find_packed_sequence_indices``
   reads the documents back from the resets, and the documents ``DataCollatorWithFlattening``
   numbers (``seq_idx``);
-* :func:`pe_lib.sinks.softmax_with_sinks`: the attention weights of gpt-oss's
+* :func:`pe_lib.models.sinks.softmax_with_sinks`: the attention weights of gpt-oss's
   ``eager_attention_forward`` (``models/gpt_oss/modeling_gpt_oss.py``), masked rows included;
-* :func:`pe_lib.sinks.streaming_cache`: StreamingLLM's rule applied after every token as its
+* :func:`pe_lib.models.sinks.streaming_cache`: StreamingLLM's rule applied after every token as its
   ``StartRecentKVCache.__call__`` does (``streaming_llm/kv_cache.py``, Xiao et al., 2024): once
   more than ``start_size + recent_size`` tokens are held, keep the first ``start_size`` and the
   last ``recent_size``;
-* :func:`pe_lib.inference.run_cached`: a full forward pass of a tiny random
+* :func:`pe_lib.models.inference.run_cached`: a full forward pass of a tiny random
   ``LlamaForCausalLM`` built from a drawn config, fed in random chunks through both kinds of
   cache.
 """
@@ -36,15 +36,15 @@ from hypothesis import strategies as st
 
 transformers = pytest.importorskip("transformers")
 
-from pe_lib.inference import (  # noqa: E402
+from pe_lib.models.inference import (  # noqa: E402
     KVCache,
     packed_causal_mask,
     packed_positions,
     position_ids_from_mask,
     run_cached,
 )
-from pe_lib.pretrained import LlamaSpec, RotaryLlama  # noqa: E402
-from pe_lib.sinks import softmax_with_sinks, streaming_cache  # noqa: E402
+from pe_lib.models.llama import LlamaSpec, RotaryLlama  # noqa: E402
+from pe_lib.models.sinks import softmax_with_sinks, streaming_cache  # noqa: E402
 
 EXAMPLES = settings(max_examples=30, deadline=None)
 #: float32 logits of two implementations of one model (another order of the same sums)

@@ -21,8 +21,8 @@ from encoding_contract import check_api, check_parts, check_properties, check_to
 from torch import nn
 
 from pe_lib.encodings import ENCODINGS, Encoding, register
+from pe_lib.experiments.toy import IGNORE_INDEX, ShiftedCopyModel, shifted_copy_batch
 from pe_lib.rope import apply_rope
-from pe_lib.toy import IGNORE_INDEX, ShiftedCopyModel, shifted_copy_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Tests for pe_lib.far_context: the measures of whether a model uses what lies far back."""
+"""Tests for pe_lib.experiments.far_context: the measures of whether a model uses what lies far back."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ import math
 import pytest
 import torch
 
-from pe_lib.alibi import alibi_slopes
-from pe_lib.far_context import (
+from pe_lib.encodings.alibi import alibi_slopes
+from pe_lib.experiments.far_context import (
     attention_beyond,
     cache_ngram_losses,
     retrieved,
     rotary_kv_passes,
     window_losses,
 )
-from pe_lib.lm import CharTransformer, ngram_perplexity, ngram_probabilities, perplexity
-from pe_lib.pretrained import LlamaSpec, RotaryLlama
+from pe_lib.experiments.lm import CharTransformer, ngram_perplexity, ngram_probabilities, perplexity
+from pe_lib.models.llama import LlamaSpec, RotaryLlama
 
 VOCAB = 11
 

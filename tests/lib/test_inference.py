@@ -1,4 +1,4 @@
-"""pe_lib.inference: a key-value cache, padding and packing, against transformers' Llama.
+"""pe_lib.models.inference: a key-value cache, padding and packing, against transformers' Llama.
 
 A tiny random ``LlamaForCausalLM`` built from a config (no download) is the reference: its
 logits with its own cache, padding mask, ``position_ids`` and packed rows are what
@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 import transformers
+from tiny_models import tiny_llama, tiny_llama_pair
 
-from pe_lib.inference import (
+from pe_lib.models.inference import (
     KVCache,
     causal_mask,
     packed_causal_mask,
@@ -19,31 +20,16 @@ from pe_lib.inference import (
     position_ids_from_mask,
     run_cached,
 )
-from pe_lib.pretrained import LlamaSpec, RotaryLlama
+from pe_lib.models.llama import LlamaSpec, RotaryLlama
 from pe_lib.rope import apply_rope
 
-CONFIG = {
-    "vocab_size": 97,
-    "hidden_size": 64,
-    "intermediate_size": 96,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 256,
-    "rms_norm_eps": 1e-5,
-    "rope_theta": 1000.0,
-}
+CONFIG = tiny_llama(vocab_size=97, intermediate_size=96, max_position_embeddings=256)
 TOL = {"rtol": 1e-4, "atol": 1e-4}
 
 
 @pytest.fixture(scope="module")
 def models() -> tuple[transformers.LlamaForCausalLM, RotaryLlama]:
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(**CONFIG, attn_implementation="sdpa")
-    theirs = transformers.LlamaForCausalLM(config).eval()
-    weights = {k: v.detach() for k, v in theirs.state_dict().items()}
-    spec = LlamaSpec.from_config({**CONFIG, "rope_parameters": {"rope_theta": 1000.0}})
-    return theirs, RotaryLlama(spec, weights)
+    return tiny_llama_pair(CONFIG, attn_implementation="sdpa")
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from pe_lib import pretrained
-from pe_lib.inference import (
+from pe_lib.experiments.lm import load_corpus
+from pe_lib.models.inference import (
     KVCache,
     causal_mask,
     packed_causal_mask,
@@ -22,7 +23,6 @@ from pe_lib.inference import (
     position_ids_from_mask,
     run_cached,
 )
-from pe_lib.lm import load_corpus
 
 pytestmark = [
     pytest.mark.integration,

@@ -1,7 +1,7 @@
 """Configs that leave keys to their model type, against what transformers 5.23 runs.
 
-:func:`pe_lib.layer_pattern.layer_pattern` and :func:`pe_lib.temperature.attention_temperature`
-read a config through :func:`pe_lib.config_reader.read_config`, which takes the keys a file leaves
+:func:`pe_lib.models.layer_pattern.layer_pattern` and :func:`pe_lib.models.temperature.attention_temperature`
+read a config through :func:`pe_lib.models.config_reader.read_config`, which takes the keys a file leaves
 out from the model type's configuration class, and refuses them, by name, without transformers.
 Each test below fails on the readings pe_lib had before: windows reported as full attention
 (Mistral, Phi-3, Qwen2 with sliding ``layer_types``), bidirectional Gemma read as causal, the
@@ -12,7 +12,7 @@ Then a property test per API: hypothesis draws configs of every model type pe_li
 shapes published files have (keys left out, ``rope_theta`` and ``rope_scaling`` at the top level,
 patterns as ints), and a tiny model of transformers, built from the same dict, is the reference:
 per layer, the mask its eager attention gets, whether it rotates, and the queries its rotation
-function returns, against pe_lib's :class:`~pe_lib.layer_pattern.LayerPositions` and
+function returns, against pe_lib's :class:`~pe_lib.models.layer_pattern.LayerPositions` and
 :func:`pe_lib.rope.apply_rope`; per rule, the factor its modules apply. :func:`verdict_of_pattern`
 and :func:`verdict_of_temperature` say "match", "refused" (a ValueError or TypeError from pe_lib)
 or "wrong"; the properties allow no "wrong".
@@ -34,11 +34,11 @@ from hypothesis import strategies as st
 
 transformers = pytest.importorskip("transformers")
 
-from pe_lib.config_reader import read_config  # noqa: E402
-from pe_lib.layer_pattern import LAYER_PATTERNS, LayerPositions, layer_pattern  # noqa: E402
+from pe_lib.models.config_reader import read_config  # noqa: E402
+from pe_lib.models.layer_pattern import LAYER_PATTERNS, LayerPositions, layer_pattern  # noqa: E402
+from pe_lib.models.temperature import attention_temperature  # noqa: E402
 from pe_lib.rope import apply_rope  # noqa: E402
-from pe_lib.rope_scaling import resolve_scaling  # noqa: E402
-from pe_lib.temperature import attention_temperature  # noqa: E402
+from pe_lib.rope.scaling import resolve_scaling  # noqa: E402
 
 transformers.logging.set_verbosity_error()  # tiny configs draw warnings
 

@@ -1,6 +1,6 @@
-"""pe_lib.layout.detect_layout: which pairing a checkpoint's query and key rows were trained with.
+"""pe_lib.pretrained.layout.detect_layout: which pairing a checkpoint's query and key rows were trained with.
 
-The tiny Llama of ``tests/lib/test_pretrained.py`` (``TINY``), trained briefly in transformers
+The tests' tiny Llama (``tests/tiny_models.py``), trained briefly in transformers
 (Hugging Face's row order, the ``"half"`` pairing) on text it can only predict through
 positions: runs of ``PERIOD`` random tokens repeated, so that the next token is the one
 ``PERIOD - 1`` back. Its rows as trained are read as ``"half"``; the same rows in llama.cpp's GGUF
@@ -15,24 +15,15 @@ import math
 
 import pytest
 import torch
+from tiny_models import TINY_LLAMA
 
 from pe_lib import pretrained
-from pe_lib.layout import LayoutVerdict, detect_layout
-from pe_lib.pretrained import LlamaSpec, half_rows_to_gguf
+from pe_lib.models.llama import LlamaSpec, half_rows_to_gguf
+from pe_lib.pretrained.layout import LayoutVerdict, detect_layout
 
 transformers = pytest.importorskip("transformers")
 
-TINY = {
-    "vocab_size": 300,
-    "hidden_size": 64,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 128,
-    "rms_norm_eps": 1e-5,
-    "rope_theta": 1000.0,
-}
+TINY = TINY_LLAMA
 #: The training seed, the length of the repeated runs, the training steps.
 SEED, PERIOD, STEPS = 0, 5, 200
 
@@ -128,7 +119,7 @@ def test_bad_arguments_are_named(tiny) -> None:
 )
 def test_real_smollm2_was_trained_with_half_pairs() -> None:
     """Chapter 10's gap: SmolLM2's rows, as Hugging Face writes them, are half pairs."""
-    from pe_lib.lm import load_corpus
+    from pe_lib.experiments.lm import load_corpus
 
     spec, weights = pretrained.smollm2_spec(), pretrained.smollm2_weights()
     tokens = pretrained.smollm2_tokenizer().encode(load_corpus()[-24_000:]).ids[-96:]

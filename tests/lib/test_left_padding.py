@@ -23,7 +23,7 @@ import pytest
 import torch
 import transformers
 
-from pe_lib.inference import position_ids_from_mask
+from pe_lib.models.inference import position_ids_from_mask
 
 LENGTHS = [12, 5]  # the second row gets 7 pads
 WIDTH = max(LENGTHS)

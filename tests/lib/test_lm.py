@@ -1,4 +1,4 @@
-"""Tests for pe_lib.lm: the pinned corpus, the character model, training and perplexity."""
+"""Tests for pe_lib.experiments.lm: the pinned corpus, the character model, training and perplexity."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from importlib import resources
 import pytest
 import torch
 
-from pe_lib import lm
 from pe_lib.encodings import ENCODINGS
-from pe_lib.lm import (
+from pe_lib.encodings.modules import LearnedPositionalEncoding
+from pe_lib.experiments import lm
+from pe_lib.experiments.lm import (
     CORPUS_SHA256,
     HELD_OUT_TOPICS,
     POSITION_KINDS,
@@ -28,7 +29,6 @@ from pe_lib.lm import (
     train_lms,
     with_rope_scaling,
 )
-from pe_lib.modules import LearnedPositionalEncoding
 from pe_lib.rope import RotaryEmbedding
 
 VOCAB = 11
@@ -50,7 +50,7 @@ def random_ids(n, seed=0):
 
 
 def test_corpus_file_has_the_pinned_digest():
-    data = resources.files("pe_lib").joinpath("data").joinpath("python_reference.txt")
+    data = resources.files("pe_lib.experiments").joinpath("data").joinpath("python_reference.txt")
     digest = hashlib.sha256(data.read_bytes()).hexdigest()
     assert digest == CORPUS_SHA256 == lm.CORPUS_SHA256
     text = load_corpus()
@@ -60,7 +60,11 @@ def test_corpus_file_has_the_pinned_digest():
 
 
 def test_corpus_ships_its_notice():
-    notice = resources.files("pe_lib").joinpath("data").joinpath("python_reference.NOTICE.txt")
+    notice = (
+        resources.files("pe_lib.experiments")
+        .joinpath("data")
+        .joinpath("python_reference.NOTICE.txt")
+    )
     words = notice.read_text(encoding="ascii")
     assert "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in words
     assert "pydoc_data/topics.py" in words and "3.11.7" in words

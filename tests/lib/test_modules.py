@@ -1,4 +1,4 @@
-"""pe_lib.modules: dtype/device, buffers and state_dict, offsets, dropout, the learned table."""
+"""pe_lib.encodings.modules: dtype/device, buffers and state_dict, offsets, dropout, the learned table."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import inspect
 import math
 import os
 import shutil
-import warnings
 
 import numpy as np
 import pytest
@@ -275,29 +274,6 @@ MODULES = [
 TRACE_IS_DEPRECATED = pytest.mark.filterwarnings(
     r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning"
 )
-
-
-@TRACE_IS_DEPRECATED
-@pytest.mark.parametrize("build", MODULES, ids=["sinusoidal", "learned"])
-def test_a_trace_holds_for_every_length_within_max_len(build):
-    """Traced at one length, the module gives the same output at other lengths, and tracing
-    raises no TracerWarning (the checks of the example input run in Python, not in the trace)."""
-    torch.manual_seed(0)
-    module = build().eval()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", torch.jit.TracerWarning)
-        traced = torch.jit.trace(module, (torch.randn(2, 5, 8),))
-    for seq_len in (1, 7, 16):
-        x = torch.randn(3, seq_len, 8)
-        assert torch.equal(traced(x), module(x)), seq_len
-
-
-@TRACE_IS_DEPRECATED
-def test_tracing_checks_the_example_input():
-    with pytest.raises(ValueError, match="max_len=16"):
-        torch.jit.trace(LearnedPositionalEncoding(8, max_len=16), (torch.randn(1, 17, 8),))
-    with pytest.raises(ValueError, match=r"x must have shape \(batch, seq_len, d_model\)"):
-        torch.jit.trace(SinusoidalPositionalEncoding(8), (torch.randn(1, 5, 9),))
 
 
 @pytest.mark.parametrize("build", MODULES, ids=["sinusoidal", "learned"])

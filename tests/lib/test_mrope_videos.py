@@ -1,4 +1,4 @@
-"""Videos in M-RoPE: :func:`pe_lib.grid.mrope_positions` against each model's ``get_rope_index``.
+"""Videos in M-RoPE: :func:`pe_lib.models.grid.mrope_positions` against each model's ``get_rope_index``.
 
 A video's grid has ``t`` time steps, and the three models place them differently (transformers
 5.23): Qwen2-VL counts the steps 0, 1, 2, ... whatever the frame rate; Qwen2.5-VL spaces them by
@@ -24,7 +24,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from pe_lib.grid import mrope_positions  # noqa: E402
+from pe_lib.models.grid import mrope_positions  # noqa: E402
 
 TEXT = {
     "hidden_size": 64,

@@ -1,4 +1,4 @@
-"""pe_lib.plotting: each helper returns (Figure, Axes), labels its axes, draws what it is
+"""pe_lib.viz.plotting: each helper returns (Figure, Axes), labels its axes, draws what it is
 given, draws on a given ax, never calls plt.show(), and rejects bad input."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pe_lib import sinusoidal_table, wavelengths
-from pe_lib.plotting import (
+from pe_lib.viz.plotting import (
     FIGURE_WIDTH_IN,
     plot_attention_weights,
     plot_dimensions,
@@ -146,7 +146,7 @@ def test_book_figures_share_one_width_and_text_size_and_render_at_twice_the_reso
     import matplotlib.pyplot as plt
     from IPython.core.interactiveshell import InteractiveShell
 
-    from pe_lib.plotting import BOOK_RC, FIGURE_WIDTH_IN, use_book_figures
+    from pe_lib.viz.plotting import BOOK_RC, FIGURE_WIDTH_IN, use_book_figures
 
     saved = dict(mpl.rcParams)
     shell = InteractiveShell.instance()
@@ -185,7 +185,7 @@ def test_neighbouring_dimensions_get_distinct_colours():
 
 
 def test_book_text_is_never_smaller_than_the_smallest_size():
-    from pe_lib.plotting import BOOK_RC, SMALLEST_TEXT_PT
+    from pe_lib.viz.plotting import BOOK_RC, SMALLEST_TEXT_PT
 
     sizes = {k: v for k, v in BOOK_RC.items() if k.endswith("size") and k != "figure.figsize"}
     assert sizes and min(sizes.values()) == SMALLEST_TEXT_PT
@@ -201,7 +201,7 @@ def test_book_text_is_never_smaller_than_the_smallest_size():
 def test_helpers_draw_no_text_below_the_smallest_size(name):
     import matplotlib as mpl
 
-    from pe_lib.plotting import SMALLEST_TEXT_PT, smallest_text, use_book_figures
+    from pe_lib.viz.plotting import SMALLEST_TEXT_PT, smallest_text, use_book_figures
 
     with mpl.rc_context():
         use_book_figures()
@@ -212,7 +212,7 @@ def test_helpers_draw_no_text_below_the_smallest_size(name):
 
 
 def test_smallest_text_finds_the_smallest_visible_text():
-    from pe_lib.plotting import smallest_text
+    from pe_lib.viz.plotting import smallest_text
 
     fig, ax = plt.subplots()
     assert smallest_text(plt.figure()) is None
@@ -229,7 +229,7 @@ def test_book_figures_refuse_text_too_small_for_a_phone():
     import matplotlib as mpl
     from IPython.core.interactiveshell import InteractiveShell
 
-    from pe_lib.plotting import use_book_figures
+    from pe_lib.viz.plotting import use_book_figures
 
     saved = dict(mpl.rcParams)
     shell = InteractiveShell.instance()

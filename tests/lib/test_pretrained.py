@@ -17,20 +17,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny_models import TINY_LLAMA
 
 from pe_lib import apply_rope, pretrained
+from pe_lib.models.llama import LlamaSpec, RotaryLlama, gguf_rows_to_half, half_rows_to_gguf
 from pe_lib.pretrained import (
     FETCH_COMMAND,
     WEIGHTS_ENV,
     WHEELS,
-    LlamaSpec,
     MissingWeightsError,
-    RotaryLlama,
     WrongWeightsError,
     convert_gguf_llama,
     fetch_weights,
-    gguf_rows_to_half,
-    half_rows_to_gguf,
     minilm_position_table,
 )
 
@@ -94,17 +92,7 @@ def test_row_order_refuses_shapes_that_are_not_whole_heads(bad: torch.Tensor) ->
 
 # --- a tiny Llama through the whole conversion path -------------------------------------------
 
-TINY = {
-    "vocab_size": 300,
-    "hidden_size": 64,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 128,
-    "rms_norm_eps": 1e-5,
-    "rope_theta": 1000.0,
-}
+TINY = TINY_LLAMA
 GGUF_NAMES = {
     "input_layernorm": "attn_norm",
     "self_attn.q_proj": "attn_q",

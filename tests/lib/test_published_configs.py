@@ -4,8 +4,8 @@ Each configuration below has the keys, the nesting and the values of a model's p
 ``config.json`` (for Gemma 3, the ``text_config`` part): ``rope_theta``, ``rope_scaling`` and
 ``partial_rotary_factor`` at the top level, the pattern of layers as an int, and keys left out
 where the file leaves them to the model type's defaults. pe_lib reads the dict as it is
-(:func:`pe_lib.layer_pattern.layer_pattern`, then :func:`pe_lib.rope_scaling.rope_frequencies`
-and :func:`pe_lib.temperature.attention_temperature`); transformers reads a deep copy of it
+(:func:`pe_lib.models.layer_pattern.layer_pattern`, then :func:`pe_lib.rope.scaling.rope_frequencies`
+and :func:`pe_lib.models.temperature.attention_temperature`); transformers reads a deep copy of it
 through its configuration class (``AutoConfig.for_model``), and its own rotary module and
 attention module, built from that configuration, give the reference: per layer, the kind of
 attention and its window, the inverse frequencies and the attention factor on cos and sin, at
@@ -23,7 +23,7 @@ The tests fail if pe_lib
 Two published shapes leave keys to transformers' configuration classes: Gemma 3 4B's bases
 (1,000,000 and 10,000) and Phi-4 mini's rotary training length (its top-level
 ``original_max_position_embeddings``, which ``Phi3Config`` moves into the entry); pe_lib reads
-them through the same classes (:func:`pe_lib.config_reader.read_config`).
+them through the same classes (:func:`pe_lib.models.config_reader.read_config`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from pe_lib.layer_pattern import layer_pattern  # noqa: E402
-from pe_lib.rope_scaling import rope_frequencies  # noqa: E402
-from pe_lib.temperature import attention_temperature  # noqa: E402
+from pe_lib.models.layer_pattern import layer_pattern  # noqa: E402
+from pe_lib.models.temperature import attention_temperature  # noqa: E402
+from pe_lib.rope.scaling import rope_frequencies  # noqa: E402
 
 #: transformers computes frequencies in float32, pe_lib in float64 (as tests/lib/test_rope_parity)
 RTOL = 2e-6

@@ -1,4 +1,4 @@
-"""pe_lib.relative: PE(pos + k) = M_k PE(pos), with M_k orthogonal and independent of pos."""
+"""pe_lib.encodings.relative: PE(pos + k) = M_k PE(pos), with M_k orthogonal and independent of pos."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The passkey retrieval task of pe_lib.retrieval (chapter 8): its sequences, the rule that needs
+"""The passkey retrieval task of pe_lib.experiments.retrieval (chapter 8): its sequences, the rule that needs
 no learning, the accuracy at each distance, the training loop, and the test data's disjointness
 from every sequence the chapter trains on."""
 
@@ -11,8 +11,8 @@ import nbformat
 import pytest
 import torch
 
-from pe_lib.lm import CharTransformer, with_rope_scaling
-from pe_lib.retrieval import (
+from pe_lib.experiments.lm import CharTransformer, with_rope_scaling
+from pe_lib.experiments.retrieval import (
     FILLERS,
     PASSKEYS,
     QUERY,
@@ -24,7 +24,7 @@ from pe_lib.retrieval import (
     passkey_test,
     train_passkey,
 )
-from pe_lib.toy import IGNORE_INDEX, ShiftedCopyModel
+from pe_lib.experiments.toy import IGNORE_INDEX, ShiftedCopyModel
 
 pytestmark = pytest.mark.usefixtures("one_thread_and_seed")
 
@@ -128,7 +128,11 @@ def test_a_stretched_model_is_scored_beyond_the_training_length() -> None:
         (lambda: passkey_test((4, 0)), ValueError, "distances\\[1\\]"),
         (lambda: passkey_test((4,), seed=-1), ValueError, "seed"),
         (lambda: passkey_rule(torch.zeros(3)), TypeError, "tokens must be an int64"),
-        (lambda: passkey_accuracy("model", (4,)), TypeError, "model must be a pe_lib.lm"),
+        (
+            lambda: passkey_accuracy("model", (4,)),
+            TypeError,
+            "model must be a pe_lib.experiments.lm",
+        ),
         (
             lambda: passkey_accuracy(CharTransformer("none", vocab_size=5), (4,)),
             ValueError,

@@ -1,4 +1,4 @@
-"""Bad and unusual input to pe_lib.grid, pe_lib.relative_bias and pe_lib.axial.
+"""Bad and unusual input to pe_lib.models.grid, pe_lib.encodings.relative_bias and pe_lib.rope.axial.
 
 Each argument the functions cannot serve is refused by a ``ValueError`` or ``TypeError`` that
 names it, before torch is reached: sizes whose result no memory holds (the library's up-front
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from pe_lib.axial import axial_angles, axial_frequencies
-from pe_lib.grid import grid_positions, mrope_positions, resize_position_table
-from pe_lib.relative_bias import clipped_relative_positions, t5_relative_buckets
+from pe_lib.encodings.relative_bias import clipped_relative_positions, t5_relative_buckets
+from pe_lib.models.grid import grid_positions, mrope_positions, resize_position_table
+from pe_lib.rope.axial import axial_angles, axial_frequencies
 
 BOUND = 2**53 - 1
 LIMIT = 64 * 2**30  # a machine of 64 GiB, whatever this one has

@@ -1,4 +1,4 @@
-"""pe_lib.inference and pe_lib.sinks on what a notebook user does by accident.
+"""pe_lib.models.inference and pe_lib.models.sinks on what a notebook user does by accident.
 
 A cell interrupted in the middle of ``run_cached`` and run again, a call refused after a prefill,
 a cache flipped from rotated to unrotated, a cache from another model, empty or meta tensors,
@@ -18,29 +18,26 @@ import numpy as np
 import pytest
 import torch
 import transformers
+from tiny_models import tiny_llama_pair
 
 import pe_lib._validation
-from pe_lib import inference
-from pe_lib.inference import (
+from pe_lib.models import inference
+from pe_lib.models.inference import (
     KVCache,
     packed_causal_mask,
     packed_positions,
     position_ids_from_mask,
     run_cached,
 )
-from pe_lib.pretrained import LlamaSpec, RotaryLlama
-from pe_lib.sinks import softmax_with_sinks, streaming_cache
+from pe_lib.models.llama import LlamaSpec, RotaryLlama
+from pe_lib.models.sinks import softmax_with_sinks, streaming_cache
 from tests.lib.test_inference import CONFIG
 
 
 @pytest.fixture(scope="module")
 def ours() -> RotaryLlama:
     """test_inference.py's tiny Llama (its sizes, random weights of the default scale)."""
-    torch.manual_seed(0)
-    spec = LlamaSpec.from_config({**CONFIG, "rope_parameters": {"rope_theta": 1000.0}})
-    config = transformers.LlamaConfig(**CONFIG)
-    weights = {k: v.detach() for k, v in transformers.LlamaForCausalLM(config).state_dict().items()}
-    return RotaryLlama(spec, weights)
+    return tiny_llama_pair(CONFIG)[1]
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +79,7 @@ def test_an_interrupt_in_any_layer_leaves_the_cache_as_it_was_and_a_rerun_is_exa
     with torch.no_grad():
         expected = run_cached(ours, ids[:, 3:4], _prefilled(ours, ids, rotated))
 
-    real_block_rest = inference._block_rest
+    real_block_rest = inference.block_rest
     calls = []
 
     def interrupted(w, p, h, a, spec):  # noqa: ANN001, ANN202
@@ -91,13 +88,13 @@ def test_an_interrupt_in_any_layer_leaves_the_cache_as_it_was_and_a_rerun_is_exa
             raise KeyboardInterrupt
         return real_block_rest(w, p, h, a, spec)
 
-    monkeypatch.setattr(inference, "_block_rest", interrupted)
+    monkeypatch.setattr(inference, "block_rest", interrupted)
     with torch.no_grad(), pytest.raises(KeyboardInterrupt):
         run_cached(ours, ids[:, 3:4], cache)
     assert calls[-1] == f"model.layers.{interrupted_layer}."
     assert cache.length == 3
     _assert_unchanged(cache, before)
-    monkeypatch.setattr(inference, "_block_rest", real_block_rest)
+    monkeypatch.setattr(inference, "block_rest", real_block_rest)
     with torch.no_grad():
         again = run_cached(ours, ids[:, 3:4], cache)
     assert cache.length == 4
@@ -248,7 +245,7 @@ def test_a_packed_mask_is_built_in_its_own_memory() -> None:
     script = textwrap.dedent(
         f"""
         import re
-        from pe_lib.inference import packed_causal_mask
+        from pe_lib.models.inference import packed_causal_mask
 
         def resident(key):
             with open("/proc/self/status") as status:

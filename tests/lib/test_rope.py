@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -364,24 +363,6 @@ TRACE_IS_DEPRECATED = pytest.mark.filterwarnings(
 
 
 @TRACE_IS_DEPRECATED
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_trace_holds_for_every_length_within_max_len(layout):
-    rotary = RotaryEmbedding(16, layout=layout, max_len=32)
-    example = torch.randn(2, 3, 5, 16)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", torch.jit.TracerWarning)
-        traced = torch.jit.trace(rotary, (example, example))
-    for seq_len in (1, 7, 32):
-        q = torch.randn(2, 3, seq_len, 16)
-        for got, expected in zip(traced(q, q), rotary(q, q), strict=True):
-            torch.testing.assert_close(got, expected)
-    with pytest.raises(
-        ValueError, match=r"trace with offset \+ seq_len <= 32, got offset=0 and seq_len 33"
-    ):
-        torch.jit.trace(rotary, (torch.randn(1, 33, 16), torch.randn(1, 33, 16)))
-
-
-@TRACE_IS_DEPRECATED
 def test_scripting_is_refused_with_the_alternatives():
     with pytest.raises(TypeError, match=r"cannot be compiled with torch.jit.script.*torch.compile"):
         torch.jit.script(RotaryEmbedding(8))
@@ -454,7 +435,7 @@ def test_fractional_positions():
 
 
 def test_toy_model_with_rope_and_alibi_runs_and_learns_gradients():
-    from pe_lib.toy import ShiftedCopyModel, shifted_copy_batch
+    from pe_lib.experiments.toy import ShiftedCopyModel, shifted_copy_batch
 
     tokens, _ = shifted_copy_batch(2, 10, generator=torch.Generator().manual_seed(0))
     for position in ("rope", "alibi"):

@@ -5,7 +5,7 @@ no weights downloaded), runs it, then runs it again with the model's ``apply_rot
 (DeepSeek-V3's ``apply_rotary_pos_emb_interleave``) replaced by :func:`pe_lib.rope.apply_rope`.
 The replacement ignores the cos and sin the model computed: it rotates queries and keys at the
 positions given to the model, with the frequencies pe_lib reads from the model's own
-``config.rope_parameters`` (:func:`pe_lib.rope_scaling.resolve_scaling`, the layer's entry for
+``config.rope_parameters`` (:func:`pe_lib.rope.scaling.resolve_scaling`, the layer's entry for
 per-layer configs). The logits must agree to float32 rounding: the frequencies, the attention
 factor, the layout, partial rotation and per-layer entries of pe_lib are then those the model
 runs.
@@ -36,7 +36,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from pe_lib.rope import apply_rope  # noqa: E402
-from pe_lib.rope_scaling import resolve_scaling  # noqa: E402
+from pe_lib.rope.scaling import resolve_scaling  # noqa: E402
 
 SEQ_LEN = 12
 #: Positions the models are run at: not from 0, so that a rotation at the wrong positions shows.

@@ -8,8 +8,8 @@ import pytest
 import torch
 from pe_reference import rope_theta, rotate_pairs
 
-from pe_lib import rope_scaling
 from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles, rotate
+from pe_lib.rope import scaling as rope_scaling
 
 LAYOUTS = ("interleaved", "half")
 # Dynamic NTK as a model runs it: its entry, and the model's max_position_embeddings (8).
@@ -336,35 +336,7 @@ def test_cache_pitfall_is_detected_for_every_length_dependent_scaling(scaling, r
     torch.testing.assert_close(torch.cat(steps, dim=1), apply_rope(q, scaling=scaling))
 
 
-# --- trace, compile, meta ---------------------------------------------------------------------
-
-
-@TRACE_IS_DEPRECATED
-def test_tracing_a_length_dependent_scaling_is_refused():
-    rotary = RotaryEmbedding(16, scaling=DYNAMIC, max_len=64)
-    x = torch.randn(1, 4, 16)
-    with pytest.raises(ValueError, match=r"'dynamic' scaling cannot be traced.*torch.compile"):
-        torch.jit.trace(rotary, (x, x))
-
-    class Rotate(torch.nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return apply_rope(x, scaling=DYNAMIC)
-
-    with pytest.raises(ValueError, match=r"apply_rope cannot be traced"):
-        torch.jit.trace(Rotate(), x)
-
-
-@TRACE_IS_DEPRECATED
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_trace_through_apply_rope_holds_for_other_lengths(layout):
-    class Rotate(torch.nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return apply_rope(x, layout=layout)
-
-    traced = torch.jit.trace(Rotate(), torch.randn(2, 5, 32))
-    for seq_len in (1, 5, 12):
-        x = torch.randn(2, seq_len, 32)
-        torch.testing.assert_close(traced(x), apply_rope(x, layout=layout))
+# --- compile, meta ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

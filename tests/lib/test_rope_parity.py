@@ -1,4 +1,4 @@
-"""pe_lib.rope_scaling against the code real models run: transformers' ``ROPE_INIT_FUNCTIONS``.
+"""pe_lib.rope.scaling against the code real models run: transformers' ``ROPE_INIT_FUNCTIONS``.
 
 Each row of ``MODELS`` is a rope entry a published model ships, cited to the Hugging Face Hub
 repository and the ``config.json`` field it was read from, with the model's head size and
@@ -25,9 +25,9 @@ transformers = pytest.importorskip("transformers")
 from rope_entries import DEEPSEEK_V3_YARN, GPT_OSS_YARN, LLAMA31, QWEN25_YARN  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
-from pe_lib import rope_scaling  # noqa: E402
 from pe_lib.rope import apply_rope  # noqa: E402
-from pe_lib.rope_scaling import ROPE_SCALINGS, rope_frequencies  # noqa: E402
+from pe_lib.rope import scaling as rope_scaling  # noqa: E402
+from pe_lib.rope.scaling import ROPE_SCALINGS, rope_frequencies  # noqa: E402
 
 #: float32 rounding of transformers' computation, relative.
 RTOL = 2e-6
@@ -459,7 +459,7 @@ def _llama_rotary(entry: dict, head_dim: int, max_position_embeddings: int):
 def test_per_layer_yarn_reads_the_layers_own_truncate():
     """transformers 5.23 reads ``truncate`` from the top level of ``rope_parameters``, which a
     per-layer dict does not hold, so it truncates whatever the layer says; pe_lib follows the
-    layer's entry (the module docstring of pe_lib.rope_scaling says so)."""
+    layer's entry (the module docstring of pe_lib.rope.scaling says so)."""
     layer = {**GPT_OSS_YARN, "rope_theta": 150000.0}  # truncate: false
     per_layer = {"full_attention": layer, "sliding_attention": {"rope_type": "default"}}
     per_layer["sliding_attention"]["rope_theta"] = 10000.0
@@ -485,7 +485,7 @@ def test_per_layer_yarn_reads_the_layers_own_truncate():
 def test_transformers_dynamic_ntk_keeps_the_longest_lengths_frequencies():
     """Hugging Face's dynamic NTK module keeps state: after 5,000 positions, a call with 3,000
     keeps the 5,000-length frequencies. pe_lib's are those of the current length, as a fresh
-    module's (the module docstring of pe_lib.rope_scaling says so)."""
+    module's (the module docstring of pe_lib.rope.scaling says so)."""
     entry = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
     used = _llama_rotary(entry, 64, 2048)
     x = torch.zeros(1, 1, 64)

@@ -1,4 +1,4 @@
-"""Tests of pe_lib.rope_scaling and of scaled RoPE, against the published formulas.
+"""Tests of pe_lib.rope.scaling and of scaled RoPE, against the published formulas.
 
 The references below are written here, in numpy and plain Python, from the primary sources, and
 share no code with pe_lib:
@@ -37,13 +37,12 @@ from pe_reference import llama3_theta, rope_theta, rotate_pairs
 from rope_entries import DEEPSEEK_V3_YARN, GPT_OSS_YARN, LLAMA31, QWEN25_YARN
 
 from pe_lib.rope import RotaryEmbedding, apply_rope, rope_angles
-from pe_lib.rope_scaling import (
+from pe_lib.rope.scaling import (
     DEFAULT_BASE,
     ROPE_SCALINGS,
     Key,
     RopeScaling,
     ScalingConfig,
-    frequencies_at,
     resolve_scaling,
     rope_frequencies,
 )
@@ -205,15 +204,15 @@ def test_each_method_forms_its_frequencies_on_the_device_asked_for(rope_type):
     # devices (an error) or return a CPU tensor. Here the meta device stands for a GPU.
     config = resolve_scaling(example(rope_type, 64), 10000.0, max_position_embeddings=MAX_POSITIONS)
     for seq_len in (16, 100):
-        on_cpu, attention = frequencies_at(config, 64, seq_len)
-        on_meta, attention_meta = frequencies_at(config, 64, seq_len, torch.device("meta"))
+        on_cpu, attention = config.frequencies(64, seq_len)
+        on_meta, attention_meta = config.frequencies(64, seq_len, torch.device("meta"))
         assert on_meta.device.type == "meta" and on_cpu.device.type == "cpu"
         assert (on_meta.shape, on_meta.dtype, attention_meta) == (
             on_cpu.shape,
             on_cpu.dtype,
             attention,
         )
-        explicit, _ = frequencies_at(config, 64, seq_len, torch.device("cpu"))
+        explicit, _ = config.frequencies(64, seq_len, torch.device("cpu"))
         assert torch.equal(explicit, on_cpu)
 
 
@@ -683,7 +682,7 @@ def test_rotary_embedding_with_one_fixed_length_decodes_dynamic_ntk_consistently
             {"rope_type": "dynamic", "factor": 2.0},
             ValueError,
             r"'dynamic' needs the model's max_position_embeddings.*"
-            r"scaling=pe_lib.rope_scaling.resolve_scaling\(entry, max_position_embeddings=\.\.\.\)",
+            r"scaling=pe_lib.rope.scaling.resolve_scaling\(entry, max_position_embeddings=\.\.\.\)",
         ),
         (
             {

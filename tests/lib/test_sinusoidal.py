@@ -1,4 +1,4 @@
-"""pe_lib.sinusoidal: frequencies, wavelengths and tables against an independent reference."""
+"""pe_lib.encodings.sinusoidal: frequencies, wavelengths and tables against an independent reference."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pe_reference import reference_table
 
 from pe_lib import angular_frequencies, relative_shift_matrix, sinusoidal_table, wavelengths
-from pe_lib.sinusoidal import _CHUNK_POSITIONS
+from pe_lib.encodings.sinusoidal import _CHUNK_POSITIONS
 
 d_models = st.integers(min_value=1, max_value=48)
 bases = st.floats(min_value=1.5, max_value=1e5, allow_nan=False, allow_infinity=False)

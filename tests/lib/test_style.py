@@ -3,8 +3,8 @@
 import pytest
 
 from pe_lib.encodings import ENCODINGS
-from pe_lib.rope_scaling import ROPE_SCALINGS
-from pe_lib.style import METHOD_STYLES, method_style
+from pe_lib.rope.scaling import ROPE_SCALINGS
+from pe_lib.viz.style import METHOD_STYLES, method_style
 
 
 def test_every_registered_method_has_a_style() -> None:
@@ -32,7 +32,7 @@ def test_unknown_method_names_the_known_ones() -> None:
 
 # ------------------------------------------------------------------ contrast in both themes
 
-from pe_lib.style import (  # noqa: E402
+from pe_lib.viz.style import (  # noqa: E402
     LINE_CYCLE,
     MIN_CONTRAST,
     PAGE_BACKGROUNDS,

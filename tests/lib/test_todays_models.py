@@ -4,9 +4,9 @@ Each test builds a tiny random model of transformers 5.23 from a config (no down
 then runs it again with its positional part decided by pe_lib: the model's rotation function
 and its eager attention are replaced by pe_lib's. The replacement ignores what the model
 computed for positions (its cos and sin, its masks, its softmax scale): for each layer,
-:func:`pe_lib.layer_pattern.layer_pattern` says whether it rotates, with which rotary entry, and
-which keys it sees; :func:`pe_lib.temperature.attention_temperature` gives the temperature;
-:func:`pe_lib.sinks.softmax_with_sinks` the learned sinks. The logits must agree to float32
+:func:`pe_lib.models.layer_pattern.layer_pattern` says whether it rotates, with which rotary entry, and
+which keys it sees; :func:`pe_lib.models.temperature.attention_temperature` gives the temperature;
+:func:`pe_lib.models.sinks.softmax_with_sinks` the learned sinks. The logits must agree to float32
 rounding, and the layers the model rotated must be those pe_lib says rotate.
 
 * Llama 4 (``models/llama4/modeling_llama4.py``): ``no_rope_layers``, chunked attention on the
@@ -35,10 +35,10 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from pe_lib.layer_pattern import LayerPositions, layer_pattern  # noqa: E402
+from pe_lib.models.layer_pattern import LayerPositions, layer_pattern  # noqa: E402
+from pe_lib.models.sinks import softmax_with_sinks, streaming_cache  # noqa: E402
+from pe_lib.models.temperature import attention_temperature  # noqa: E402
 from pe_lib.rope import apply_rope  # noqa: E402
-from pe_lib.sinks import softmax_with_sinks, streaming_cache  # noqa: E402
-from pe_lib.temperature import attention_temperature  # noqa: E402
 
 SEQ_LEN = 12
 #: The positions the models run at: not from 0, so that a rotation at the wrong positions shows.
@@ -92,7 +92,7 @@ class _PeLibPositions:
         entry = self.pattern[self.layer].rope
         assert entry is not None, f"the model rotated layer {self.layer}, a NoPE layer for pe_lib"
         entry = dict(entry)
-        if "yarn" in self.temperatures:  # the factor comes from pe_lib.temperature instead
+        if "yarn" in self.temperatures:  # the factor comes from pe_lib.models.temperature instead
             entry["attention_factor"] = 1.0
         return entry
 

@@ -15,8 +15,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from pe_lib.config_reader import read_config  # noqa: E402
-from pe_lib.layer_pattern import NO_ATTENTION, LayerPositions, layer_pattern  # noqa: E402
+from pe_lib.models.config_reader import read_config  # noqa: E402
+from pe_lib.models.layer_pattern import NO_ATTENTION, LayerPositions, layer_pattern  # noqa: E402
 
 MIXERS = {  # the module class of each recurrent mixer, by pe_lib's name
     "mamba": "JambaMambaMixer",

@@ -26,8 +26,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
-from pe_lib.layer_pattern import layer_pattern  # noqa: E402
-from pe_lib.rope_scaling import rope_frequencies  # noqa: E402
+from pe_lib.models.layer_pattern import layer_pattern  # noqa: E402
+from pe_lib.rope.scaling import rope_frequencies  # noqa: E402
 from tests.lib.test_rope_parity import MODELS  # noqa: E402
 
 CHAPTER = Path(__file__).resolve().parents[2] / "book" / "11_todays_models.ipynb"

@@ -1,4 +1,4 @@
-"""Tests for pe_lib.toy: the shifted-copy task, the one-layer causal model, training and scoring."""
+"""Tests for pe_lib.experiments.toy: the shifted-copy task, the one-layer causal model, training and scoring."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pe_lib.encodings import ENCODINGS
-from pe_lib.toy import (
+from pe_lib.experiments.toy import (
     IGNORE_INDEX,
     POSITION_KINDS,
     ShiftedCopyModel,

@@ -1,4 +1,4 @@
-"""Tests of pe_lib.widgets: the static frequency view and its ipywidgets explorer."""
+"""Tests of pe_lib.viz.widgets: the static frequency view and its ipywidgets explorer."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from pe_lib.sinusoidal import sinusoidal_table, wavelengths
-from pe_lib.widgets import draw_frequency_view, frequency_explorer, parse_dims
+from pe_lib.encodings.sinusoidal import sinusoidal_table, wavelengths
+from pe_lib.viz.widgets import draw_frequency_view, frequency_explorer, parse_dims
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -215,7 +215,7 @@ def test_explorer_shows_an_error_for_a_view_it_cannot_draw_and_recovers():
 def test_explorer_without_ipywidgets_says_how_to_install(monkeypatch):
     import sys
 
-    from pe_lib import widgets
+    from pe_lib.viz import widgets
 
     widgets._explorer_class.cache_clear()
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # makes `import ipywidgets` fail

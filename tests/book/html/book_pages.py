@@ -237,7 +237,7 @@ def check_images(page) -> list[str]:
 
 
 def _pages_with_figures() -> dict[str, int]:
-    """Pages whose stored outputs hold pe_lib.charts figures, and how many each holds."""
+    """Pages whose stored outputs hold pe_lib.viz.charts figures, and how many each holds."""
     counts = {}
     for notebook in sorted((ROOT / "book").glob("*.ipynb")):
         text = notebook.read_text(encoding="utf-8")

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import pe_lib
-from pe_lib.charts import CHARTS
-from pe_lib.rope_scaling import resolve_scaling, rope_frequencies
+from pe_lib.rope.scaling import resolve_scaling, rope_frequencies
+from pe_lib.viz.charts import CHARTS
 from tests.book.html.book_pages import (
     CHAPTER_PAGES,
     CHART_THEME,
@@ -206,7 +206,7 @@ def _scaling(settings: dict, drawn: list[dict], problems: list[str]) -> None:
         _close(row["ratio"], expected, f"{row['method']} pair {row['pair']}", problems)
 
 
-# pe_lib's side of every figure in pe_lib.charts.CHARTS: the fields of the rows it draws, and the
+# pe_lib's side of every figure in pe_lib.viz.charts.CHARTS: the fields of the rows it draws, and the
 # comparison of those rows with pe_lib at the figure's settings.
 FIGURE_REFERENCES = {
     "frequency": ({"pos", "column", "value"}, _frequency),
@@ -526,11 +526,11 @@ def test_figure_text_is_legible_on_a_phone(browser, base_url, relpath) -> None:
 
     A figure is drawn at 100 dpi, so text of ``s`` points is ``s * 100 / 72`` CSS px where the
     figure is shown at the width it was drawn for; the page scales it to its column. The smallest
-    text any figure draws is ``pe_lib.plotting.SMALLEST_TEXT_PT``: the book's figures are shown
+    text any figure draws is ``pe_lib.viz.plotting.SMALLEST_TEXT_PT``: the book's figures are shown
     by ``use_book_figures``, which refuses smaller text (and nbval re-executes every chapter).
     Each figure still opens at full size on a tap.
     """
-    from pe_lib.plotting import BOOK_RC, SMALLEST_TEXT_PT
+    from pe_lib.viz.plotting import BOOK_RC, SMALLEST_TEXT_PT
 
     if not CHAPTER_PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")

@@ -1,0 +1,17 @@
+"""Rotary position embedding (RoPE) and what extends it.
+
+* :mod:`~pe_lib.rope.formula`: the formula, top to bottom: theta, the angles, the rotation in
+  both channel layouts, partial rotation, scaling; :func:`apply_rope` and
+  :class:`RotaryEmbedding`;
+* :mod:`~pe_lib.rope.scaling`: the frequencies, plain and scaled for context extension
+  (:func:`rope_frequencies`, one registry of scalings, one contract);
+* :mod:`~pe_lib.rope.axial`: several coordinates per token (images, video), each frequency pair
+  turned by one of them;
+* :mod:`~pe_lib.rope.fast`: the same rotation written block by block on the CPU, and the kept
+  frequencies (the formula's one dispatch chooses it).
+"""
+
+from .formula import RotaryEmbedding, apply_rope, rope_angles, rotate
+from .scaling import rope_frequencies
+
+__all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_frequencies", "rotate"]

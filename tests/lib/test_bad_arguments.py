@@ -455,7 +455,7 @@ _LONGROPE_L1 = {
 #: Llama 4's or SmolLM3's rope_parameters: one layer type without RoPE.
 _NOPE_LAYERS = {"full_attention": _LINEAR, "no_rope": None}
 _GIVE_LENGTH = (
-    r"scaling=pe_lib\.rope_scaling\.resolve_scaling\(entry, max_position_embeddings=\.\.\.\)"
+    r"scaling=pe_lib\.rope\.scaling\.resolve_scaling\(entry, max_position_embeddings=\.\.\.\)"
 )
 
 

@@ -19,7 +19,7 @@ look at where attention goes:
 * :func:`attention_beyond`: the share of each query's attention on keys at least ``distance``
   positions back, per layer, head and query position: with ``distance`` the training length, the
   mass a model puts on distances it never saw in training.
-* :func:`rotary_kv_passes`: :class:`pe_lib.pretrained.RotaryLlama` run over a prefix once and then
+* :func:`rotary_kv_passes`: :class:`pe_lib.models.llama.RotaryLlama` run over a prefix once and then
   over several continuations that each read the prefix's cached keys and values up to a chosen
   length: a needle placed at the start of a long text, asked for at several distances, costs one
   pass over the text and a short pass per question.

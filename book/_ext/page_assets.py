@@ -12,7 +12,7 @@ the page's context:
 - the search page: ``pe-search.js``, which writes each result's snippet, and ``pe-search.css``
   (Sphinx's own are turned off with ``html_show_search_summary``); ``pe-search-weights.js``, how
   densely each page uses each word, which the search scorer reads (``search_ranking.py``);
-- code, printed output or a table: ``pe-scroll-boxes.js``, which makes each box that scrolls
+- code, printed output or a table (the index pages are tables): ``pe-scroll-boxes.js``, which makes each box that scrolls
   sideways reachable with the keyboard and labelled, and fades the edge beyond which it has more;
 - every page: ``pe-tooltips.js``, which lets Esc dismiss the header buttons' tooltips.
 
@@ -56,8 +56,11 @@ CONFIGURED = 800
 class Page:
     """What a page holds, read from its doctree, title and source."""
 
-    def __init__(self, pagename: str, context: dict[str, Any], doctree: Any) -> None:
+    def __init__(
+        self, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+    ) -> None:
         self.pagename = pagename
+        self.templatename = templatename
         self.doctree = doctree if isinstance(doctree, nodes.Node) else nodes.container()
         switch = context.get("edition_switch") or {}
         # What the theme writes around the body: the book's title, the language switch's label.
@@ -115,10 +118,20 @@ def _search(page: Page) -> bool:
     return page.pagename == "search"
 
 
+# Sphinx's index pages have no doctree; their templates write the index as tables.
+INDEX_TEMPLATES = {
+    "genindex.html",
+    "genindex-split.html",
+    "genindex-single.html",
+    "domainindex.html",
+}
+
+
 def _scroll_boxes(page: Page) -> bool:
-    """Code, printed output or a table: boxes that may scroll sideways."""
+    """Code, printed output or a table (the index pages' too): boxes that may scroll sideways."""
     return (
-        _code(page)
+        page.templatename in INDEX_TEMPLATES
+        or _code(page)
         or page.nodes(lambda n: isinstance(n, nodes.table))
         or page.raw_html('class="pe-table-box"')
     )
@@ -183,7 +196,7 @@ def name(asset: Any) -> str:
 def _add_own(
     app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    page = Page(pagename, context, doctree)
+    page = Page(pagename, templatename, context, doctree)
     for filename, priority, used in OWN:
         if used(page):
             if filename.endswith(".js"):
@@ -196,7 +209,7 @@ def _add_own(
 def _drop_unused(
     app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    page = Page(pagename, context, doctree)
+    page = Page(pagename, templatename, context, doctree)
     unused = {key for key, (_, used) in THIRD_PARTY.items() if not used(page)}
     for key in ("script_files", "css_files"):
         assets = context.get(key)

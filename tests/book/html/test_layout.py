@@ -172,9 +172,13 @@ def test_every_header_button_shows_its_icon(browser_with_scrollbars, base_url, w
     finally:
         page_visit.close()
     names = " ".join(button["what"] for button in buttons)
-    # The theme switch's name in the edition's language (the Korean from locale/ko's sphinx.po).
-    color_mode = {"en": "Color mode", "ko": "색상 모드"}[_edition()]
-    assert "primary sidebar" in names and color_mode in names, f"header buttons: {names}"
+    # The sidebar toggle's and the theme switch's names in the edition's language (the Korean
+    # from locale/ko's sphinx.po).
+    toggle, color_mode = {
+        "en": ("Toggle primary sidebar", "Color mode"),
+        "ko": ("목차 열기/닫기", "색상 모드"),
+    }[_edition()]
+    assert toggle in names and color_mode in names, f"header buttons: {names}"
     # The language switch is a word, the other edition's language, not an icon.
     switches = [button["label"] for button in buttons if button["label"] is not None]
     assert switches in (["한국어"], ["English"]), f"at {width} px, language switch: {switches}"

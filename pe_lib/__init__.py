@@ -8,7 +8,8 @@ from the top-level helpers), never from one below::
     rope/                    rotary position embedding (RoPE)
         scaling              the frequencies theta_i, plain and scaled for context extension
         fast                 the rotation block by block on the CPU, and the kept frequencies
-        formula              theta, angles, the rotation in both layouts: apply_rope, RotaryEmbedding
+        formula              theta, angles, the rotation in both layouts: apply_rope
+        module               RotaryEmbedding: queries and keys at a decoding offset, cached tables
         axial                several coordinates per token (images, video)
     encodings/               the other encodings; the package is the registry of them all
         sinusoidal           the fixed sinusoidal table (Vaswani et al., 2017)

@@ -5,6 +5,10 @@ translated one), cut at a word boundary to at most 160 characters; a page withou
 indexes, the search page) is described by its title, or what it is, and the book's title. It is added to the
 ``metatags`` that Sphinx's layout writes into ``<head>`` (the templating context's documented
 ``metatags`` variable).
+
+Not sphinxext-opengraph's ``ogp_enable_meta_description``: its ``html-page-context`` handler
+writes nothing for a page without a doctree (the indexes, the search page), and it makes a
+social card image per page with matplotlib unless told not to.
 """
 
 from __future__ import annotations

@@ -513,6 +513,13 @@ def _wavelengths(group: LayerGroup, entry: Mapping[str, Any], maximum: int) -> W
     )
 
 
+#: Scalings whose ``factor`` is not the ratio of the model's length to its original one, so that
+#: factor x original_max_position_embeddings differing from max_position_embeddings is no
+#: mistake: Llama 3.1's rule divides only the slow pairs' frequencies by ``factor`` (8, on
+#: 8,192 positions), and Meta's published file claims 131,072.
+FACTOR_NOT_A_LENGTH_RATIO = frozenset({"llama3"})
+
+
 def _warnings(
     read: ModelConfig, groups: Sequence[LayerGroup], text: Mapping[str, Any]
 ) -> list[str]:
@@ -528,7 +535,12 @@ def _warnings(
             )
         factor = group.parameters.get("factor")
         original = group.lengths.get("original_max_position_embeddings")
-        if factor is not None and original and maximum is not None:
+        if (
+            factor is not None
+            and original
+            and maximum is not None
+            and group.scaling not in FACTOR_NOT_A_LENGTH_RATIO
+        ):
             product = factor * original
             line = (
                 f"{group.scaling} factor {factor:g} x original_max_position_embeddings "

@@ -109,14 +109,14 @@ check: $(STAMP) weights $(VEGA) $(ICONS) $(KATEX)
 ## student editions, the Korean edition.
 # Two stages run at a time (two cores; most stages keep one busy), in two lines: the strict build,
 # then the outputs it executed compared with the stored ones (`make outputs`: nbval's comparison
-# without executing the chapters a second time natively), editions-test and korean-test; beside
-# them lint, unit, binder-test, other-seeds and integration. Then the browser stages, two at a
-# time, each with its own browser and nothing else running (formulas are typeset when the book is
-# built: the pages wait on no script to draw them): `make html-test` in two parts, the checks the
-# Korean pages get too (html-test-shared) and the others (html-test-rest), beside
-# korean-html-test, so that each core has about as much to do. Make starts no stage after one
-# fails. Each stage prints how long it took; the times are kept in
-# _build/test-times.txt.
+# without executing the chapters a second time natively), editions-test, korean-test and
+# integration; beside them lint, unit, binder-test and other-seeds (about 15 minutes each line on
+# two idle cores). Then the browser stages, two at a time, each with its own browser and nothing
+# else running (formulas are typeset when the book is built: the pages wait on no script to draw
+# them): `make html-test` in two parts, the checks the Korean pages get too (html-test-shared) and
+# the others (html-test-rest), beside korean-html-test, so that each core has about as much to do
+# (about 12 minutes). Make starts no stage after one fails. Each stage prints how long it took;
+# the times are kept in _build/test-times.txt.
 TEST_STAGES := lint book unit outputs binder-test editions-test other-seeds korean-test \
 	integration html-test-rest korean-html-test html-test-shared
 .PHONY: $(TEST_STAGES:%=stage-%)
@@ -135,11 +135,11 @@ $(TEST_STAGES:%=stage-%): stage-%:
 stage-unit: stage-lint
 stage-binder-test: stage-unit
 stage-other-seeds: stage-binder-test
-stage-integration: stage-other-seeds
 stage-outputs: stage-book
 stage-editions-test: stage-outputs
 stage-korean-test: stage-editions-test
-stage-html-test-rest stage-korean-html-test stage-html-test-shared: stage-integration stage-korean-test
+stage-integration: stage-korean-test
+stage-html-test-rest stage-korean-html-test stage-html-test-shared: stage-integration stage-other-seeds
 
 ## lint: ruff (lint and format) and strict typing of the library (mypy --strict pe_lib).
 lint: $(STAMP)

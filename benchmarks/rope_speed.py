@@ -18,8 +18,9 @@ bfloat16 in both channel layouts, one run measures side by side:
   alongside are one head of one sequence, so the time is that of rotating ``q``).
 
 With ``--compare PATH`` (another version of ``pe_lib/rope/formula.py``, e.g. saved from
-``git show main:pe_lib/rope/formula.py``), that version's ``apply``, ``out`` and ``rotary`` are timed
-in the same interleaved calls, as the rows ``before``; the installed one is ``after``.
+``git show main:pe_lib/rope/formula.py``, with that version's ``pe_lib/rope/module.py`` saved
+beside it where it has one), that version's ``apply``, ``out`` and ``rotary`` are timed in the
+same interleaved calls, as the rows ``before``; the installed one is ``after``.
 
 Calls are interleaved, the order alternating, under ``torch.no_grad()`` with a fixed number of
 threads; medians of ``--repeats`` calls are compared. The clock is the CPU time of this process
@@ -95,16 +96,37 @@ def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
     return torch.stack((-odd, even), dim=-1).flatten(-2)
 
 
-def load_rope_version(path: Path) -> ModuleType:
-    """``path`` (a version of ``pe_lib/rope/formula.py``) imported inside ``pe_lib.rope`` as
-    ``pe_lib.rope._formula_before``, so that its relative imports resolve."""
-    name = "pe_lib.rope._formula_before"
+def _load(name: str, path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_rope_version(path: Path) -> ModuleType:
+    """``path`` (a version of ``pe_lib/rope/formula.py``) imported inside ``pe_lib.rope`` as
+    ``pe_lib.rope._formula_before``, so that its relative imports resolve. A version without
+    ``RotaryEmbedding`` (which moved to ``rope/module.py``) takes it from the ``module.py``
+    beside ``path``, imported against that version's formula."""
+    formula = _load("pe_lib.rope._formula_before", path)
+    if hasattr(formula, "RotaryEmbedding"):
+        return formula
+    beside = path.with_name("module.py")
+    if not beside.is_file():
+        raise SystemExit(
+            f"{path} has no RotaryEmbedding and no module.py beside it: save that version's "
+            f"pe_lib/rope/formula.py and pe_lib/rope/module.py in one folder"
+        )
+    current = sys.modules["pe_lib.rope.formula"]
+    sys.modules["pe_lib.rope.formula"] = formula  # module.py's `from .formula import ...`
+    try:
+        module = _load("pe_lib.rope._module_before", beside)
+    finally:
+        sys.modules["pe_lib.rope.formula"] = current
+    formula.RotaryEmbedding = module.RotaryEmbedding
+    return formula
 
 
 def peer_ret(head_dim: int) -> Callable[[torch.Tensor], torch.Tensor]:

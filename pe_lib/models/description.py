@@ -124,7 +124,8 @@ class Wavelengths:
 
 @dataclass(frozen=True)
 class Description:
-    """What :func:`describe` finds. ``str()``: plain text; in a notebook, an HTML table.
+    """What :func:`describe` finds. ``str()`` and ``repr()``: plain text, its numbers to the
+    digits that matter (not a float's every last digit); in a notebook, an HTML table.
 
     Attributes:
         model_type: the model type read.
@@ -223,6 +224,9 @@ class Description:
             lines += ["", "warnings:"]
             lines += [f"  - {warning}" for warning in self.warnings]
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
 
     def _repr_html_(self) -> str:
         parts = [f"<p><strong>{html.escape(self._title())}</strong></p>"]

@@ -18,6 +18,7 @@ import copy
 import importlib
 import json
 import math
+import re
 from typing import Any
 
 import pytest
@@ -407,6 +408,8 @@ def test_text_html_and_json(tmp_path) -> None:
     text = str(found)
     assert "0-4 of every 6 (29)" in text and "every 6th from 5 (5)" in text
     assert "sliding 1,024" in text and "linear (factor 8.0)" in text
+    assert repr(found) == text  # a notebook's text/plain: no float printed to its last bit
+    assert not re.search(r"\d\.\d{7,}", text), text
     page = found._repr_html_()
     assert page.count("<table>") == 2 and "sliding 1,024" in page
     data = found.to_dict()

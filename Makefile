@@ -266,11 +266,11 @@ $(KO_BUILT): $(BUILT_STAMP) $(shell find locale/ko -name '*.po') tools/korean_ed
 	touch $@
 
 # The messages of the English book, extracted without executing it (tools/korean_edition.py); the
-# API page, generated from docstrings, stays in English and has no catalogue.
+# API pages, generated from docstrings, stay in English: their catalogues hold the titles alone.
 EXTRACT_MESSAGES = $(BIN)/python tools/korean_edition.py gettext \
 	&& $(BIN)/jupyter-book build . $(BOOK_FLAGS) --config $(KO)/_config-gettext.yml \
 		--path-output $(I18N) --builder custom --custom-builder gettext \
-	&& rm -f $(I18N)/_build/gettext/book/api.pot
+	&& rm -rf $(I18N)/_build/gettext/book/api.pot $(I18N)/_build/gettext/book/api
 ## catalogues: extract the English book's messages and update locale/ko with them; then translate
 ## what is new or marked fuzzy (the tests fail while any message is untranslated or fuzzy).
 catalogues: $(STAMP)

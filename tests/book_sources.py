@@ -28,8 +28,8 @@ GATE = re.compile(r"^(`{3,}|:{3,})\{(solution-start|solution-end)\}")
 MATH = re.compile(r"\$[^$]+\$")
 HANGUL_WORD = r"[A-Za-z]*[\uac00-\ud7a3][\uac00-\ud7a3A-Za-z]*"
 HANGUL_RUN = re.compile(rf"{HANGUL_WORD}(?: {HANGUL_WORD})*")
-# Documents that are not read as prose (the API page is generated from docstrings).
-GENERATED = {"book/api"}
+# Documents that are not read as prose (the API pages, generated from docstrings).
+GENERATED = {"book/api"} | {f"book/api/{p.stem}" for p in (ROOT / "book" / "api").glob("*.md")}
 
 
 def toc_documents() -> list[str]:

@@ -7,8 +7,12 @@ the page's context:
   book's ``pe-math.js`` (fits wide equations, copies a formula as its TeX); ``pe-charts.js``: an explorable figure or a cell's output
   image;
 - the Korean web font (``fonts/noto-sans-kr.css``, 40 KB of ``@font-face`` rules, and
-  ``hangul.css``): Hangul in the page (its text, its title, the book's title or the language
-  switch's label), or the search page, whose results may quote it;
+  ``hangul.css``, which gives it to text marked as Korean): Hangul in the page (its text, its
+  title, the book's title or the language switch's label), or the search page, whose results may
+  quote it; ``hangul-text.css``, the font first in the theme's stacks for all text: Hangul in the
+  page's own words (not only the switch's label, marked ``lang="ko"``), or the search page. A
+  web font's arrival makes the browser style again every element whose stack names it: on an
+  English page whose only Hangul is the switch's label, that is the label alone;
 - the search page: ``pe-search.js``, which writes each result's snippet, and ``pe-search.css``
   (Sphinx's own are turned off with ``html_show_search_summary``); ``pe-search-weights.js``, how
   densely each page uses each word, which the search scorer reads (``search_ranking.py``);
@@ -63,15 +67,16 @@ class Page:
         self.templatename = templatename
         self.doctree = doctree if isinstance(doctree, nodes.Node) else nodes.container()
         switch = context.get("edition_switch") or {}
-        # What the theme writes around the body: the book's title, the language switch's label.
-        self.text = " ".join(
+        # The page's own words (its text, its title, the book's title), and the language
+        # switch's label, which the theme writes around the body marked with its language.
+        self.own_text = " ".join(
             [
                 self.doctree.astext(),
                 str(context.get("title") or ""),
                 str(context.get("docstitle") or ""),
-                str(switch.get("label", "")),
             ]
         )
+        self.text = f"{self.own_text} {switch.get('label', '')}"
         self.suffix = context.get("page_source_suffix")
 
     def nodes(self, condition: Callable[[nodes.Element], bool]) -> bool:
@@ -108,6 +113,11 @@ def _charts(page: Page) -> bool:
 
 def _hangul(page: Page) -> bool:
     return page.pagename == "search" or bool(HANGUL.search(page.text))
+
+
+def _hangul_text(page: Page) -> bool:
+    """Hangul in the page's own words (not only in the language switch's label)."""
+    return page.pagename == "search" or bool(HANGUL.search(page.own_text))
 
 
 def _code(page: Page) -> bool:
@@ -149,6 +159,7 @@ OWN: list[tuple[str, int, Callable[[Page], bool]]] = [
     ("katex/katex.min.css", CONFIGURED - 1, _math),
     ("fonts/noto-sans-kr.css", CONFIGURED - 1, _hangul),
     ("hangul.css", CONFIGURED - 1, _hangul),
+    ("hangul-text.css", CONFIGURED - 1, _hangul_text),
     ("pe-search.js", 500, _search),
     ("pe-search.css", 500, _search),
     ("pe-search-weights.js", 500, _search),

@@ -99,6 +99,7 @@ USERS = {
     "katex/katex.min.css": {"uses"},
     "fonts/noto-sans-kr.css": {"uses", "search"},
     "hangul.css": {"uses", "search"},
+    "hangul-text.css": {"uses", "search"},
     "pe-search.js": {"search"},
     "pe-search.css": {"search"},
     "pe-search-weights.js": {"search"},
@@ -115,3 +116,19 @@ def test_every_own_file_is_tested() -> None:
 def test_the_books_own_file_only_where_used(files, name: str) -> None:
     short = page_assets.name(name)
     assert {page for page, names in files.items() if short in names} == USERS[name]
+
+
+def test_the_switch_label_alone_does_not_put_the_korean_font_in_every_stack() -> None:
+    """An English page whose only Hangul is the language switch's label (marked lang="ko") gets
+    the font for that label (hangul.css), not first in every stack (hangul-text.css): a web
+    font's arrival restyles every element whose stack names it."""
+    from docutils import nodes
+
+    def page(text: str) -> page_assets.Page:
+        doctree = nodes.section("", nodes.paragraph(text=text))
+        context = {"title": "Plain", "edition_switch": {"label": "한국어"}}
+        return page_assets.Page("plain", "page.html", context, doctree)
+
+    assert page_assets._hangul(page("Words alone."))
+    assert not page_assets._hangul_text(page("Words alone."))
+    assert page_assets._hangul_text(page("The article's title, 위치 인코딩."))

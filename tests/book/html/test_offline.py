@@ -335,6 +335,13 @@ MAX_CHAPTER_BYTES = 3_000_000
 # the search page, the copy buttons with code, and so on.
 SHOWS_HANGUL = """() => /[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]/.test(document.title
     + document.body.textContent) || document.querySelector('#search-results') !== null"""
+# Hangul in the page's own words, not only in text marked as Korean (the language switch).
+SHOWS_HANGUL_TEXT = """() => {
+    const body = document.body.cloneNode(true);
+    body.querySelectorAll('[lang|="ko"]').forEach((marked) => marked.remove());
+    return /[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]/.test(document.title + body.textContent)
+        || document.querySelector('#search-results') !== null;
+}"""
 USERS_OF_FILES = {
     "_static/vega/vega.min.js": "div.pe-chart",
     "_static/vega/vega-embed.min.js": "div.pe-chart",
@@ -358,6 +365,7 @@ USERS_OF_FILES = {
     "_static/sphinx-thebe.js": ".btn-launch-thebe",
     "_static/fonts/noto-sans-kr.css": SHOWS_HANGUL,
     "_static/hangul.css": SHOWS_HANGUL,
+    "_static/hangul-text.css": SHOWS_HANGUL_TEXT,
 }
 # Files no page loads: Vega-Lite (the build compiles every chart to Vega), and the theme's whole
 # Font Awesome fonts (the pages draw their few glyphs from the subsets of book/_static/

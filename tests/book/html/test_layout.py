@@ -192,22 +192,34 @@ def test_every_header_button_shows_its_icon(browser_with_scrollbars, base_url, w
 
 
 THEME_SWITCH = "button.theme-switch-button"
+# The value <html data-theme> had before each write while the page loads.
+THEME_WRITES = """
+window.peThemeWrites = [];
+new MutationObserver((records) => {
+    for (const record of records) window.peThemeWrites.push(record.oldValue);
+}).observe(document, {attributes: true, attributeFilter: ["data-theme"], attributeOldValue: true,
+                      subtree: true});
+"""
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_first_visit_follows_the_system_and_the_switch_changes_the_page(
     browser, base_url, scheme: str
 ) -> None:
-    """A first visit (nothing stored) shows the system's colour scheme; the first click on the
-    theme switch shows the other one."""
+    """A first visit (nothing stored) shows the system's colour scheme from the first write of
+    ``data-theme`` on (the theme's script writing it again once the page is read changes nothing,
+    so the page is not styled twice); the first click on the theme switch shows the other one."""
     if SAMPLE_CHAPTER not in PAGES:
         _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
-    page_visit = PageVisit(browser, base_url, SAMPLE_CHAPTER, color_scheme=scheme)
+    page_visit = PageVisit(
+        browser, base_url, SAMPLE_CHAPTER, init_script=THEME_WRITES, color_scheme=scheme
+    )
     try:
         page = page_visit.page
         page.goto(page_visit.url, wait_until="load")
         page_visit.settle()
         first = page.evaluate("() => document.documentElement.dataset.theme")
+        before = page.evaluate("() => window.peThemeWrites")
         switches = page.locator(THEME_SWITCH)
         visible = [switches.nth(i) for i in range(switches.count()) if switches.nth(i).is_visible()]
         assert visible, "no visible theme switch"
@@ -217,6 +229,11 @@ def test_first_visit_follows_the_system_and_the_switch_changes_the_page(
     finally:
         page_visit.close()
     assert first == scheme, f"a {scheme} system's first visit shows the {first} theme"
+    writes = list(zip(before, [*before[1:], first], strict=True))  # (old, new) per write
+    assert writes and writes[0][1] == scheme, f"data-theme's writes (old, new): {writes}"
+    assert all(old == new for old, new in writes[1:]), (
+        f"data-theme changed after its first write, restyling the page: {writes}"
+    )
     assert after != first, f"the first click on the theme switch left the page {after}"
 
 

@@ -21,9 +21,10 @@ with ``-W``: it fails there), and the page shows its TeX in a ``pe-math-error`` 
 the book defines go in ``katex_macros`` (a dict, as KaTeX's ``macros`` option).
 
 After the build, ``_static/katex`` receives KaTeX's stylesheet as released and its WOFF2 fonts
-(a browser fetches only those a page's formulas draw with). A page with formulas preloads the two
-fonts nearly all of them draw with (KaTeX's main and math italic faces), where it uses them, so
-that they arrive with the stylesheet rather than after it.
+(a browser fetches only those a page's formulas draw with). A page with formulas preloads the
+fonts its formulas draw with (``FONTS``: KaTeX's main and math italic faces on nearly every page,
+the large delimiters' and operators' where there are some), so that they arrive with the
+stylesheet rather than after it.
 """
 
 from __future__ import annotations
@@ -162,9 +163,36 @@ def copy_katex(outdir: Path) -> None:
     shutil.copytree(KATEX, target, ignore=shutil.ignore_patterns("*.js"))
 
 
-# KaTeX's fonts that nearly every formula draws with, by a class KaTeX writes for them: a page
-# that has that class asks for the font at once (a preload) rather than after its stylesheet.
-PRELOADED = {"katex": "KaTeX_Main-Regular", "mathnormal": "KaTeX_Math-Italic"}
+# KaTeX's fonts, each with the classes of an element that draws with it (katex.min.css's rules):
+# a page with such an element asks for the font at once (a preload), so that it arrives with the
+# stylesheet rather than after the page is laid out. A font that arrives later makes the browser
+# style and lay out the formulas again (their hidden MathML too), and pe-math.js fit them again.
+FONTS: list[tuple[frozenset[str], str]] = [
+    (frozenset(classes.split()), font)
+    for classes, font in [
+        ("katex", "KaTeX_Main-Regular"),
+        ("mathnormal", "KaTeX_Math-Italic"),
+        ("mathit", "KaTeX_Main-Italic"),
+        ("mathbf", "KaTeX_Main-Bold"),
+        ("boldsymbol", "KaTeX_Math-BoldItalic"),
+        ("amsrm", "KaTeX_AMS-Regular"),
+        ("mathbb", "KaTeX_AMS-Regular"),
+        ("textbb", "KaTeX_AMS-Regular"),
+        ("mathcal", "KaTeX_Caligraphic-Regular"),
+        ("texttt", "KaTeX_Typewriter-Regular"),
+        ("mathtt", "KaTeX_Typewriter-Regular"),
+        ("textsf", "KaTeX_SansSerif-Regular"),
+        ("mathsf", "KaTeX_SansSerif-Regular"),
+        ("delimsizing size1", "KaTeX_Size1-Regular"),
+        ("delim-size1", "KaTeX_Size1-Regular"),
+        ("op-symbol small-op", "KaTeX_Size1-Regular"),
+        ("delimsizing size2", "KaTeX_Size2-Regular"),
+        ("op-symbol large-op", "KaTeX_Size2-Regular"),
+        ("delimsizing size3", "KaTeX_Size3-Regular"),
+        ("delimsizing size4", "KaTeX_Size4-Regular"),
+        ("delim-size4", "KaTeX_Size4-Regular"),
+    ]
+]
 
 
 def preload_fonts(
@@ -173,12 +201,14 @@ def preload_fonts(
     body = context.get("body") or ""
     if "katex" not in body:
         return
-    classes = {name for value in HTML_CLASS.findall(body) for name in value.split()}
+    elements = {frozenset(value.split()) for value in HTML_CLASS.findall(body)}
+    fonts = dict.fromkeys(
+        font for classes, font in FONTS if any(classes <= element for element in elements)
+    )
     links = [
         f'<link rel="preload" href="{context["pathto"](f"_static/katex/fonts/{font}.woff2", 1)}"'
         ' as="font" type="font/woff2" crossorigin>'
-        for name, font in PRELOADED.items()
-        if name in classes
+        for font in fonts
     ]
     context["metatags"] = context.get("metatags", "") + "\n".join(links)
 

@@ -10,8 +10,8 @@
 // equations, and the rare inline formula longer than a line of a phone's column
 // (small-screens.css gives inline math no scroll box otherwise). Every formula is fitted when the
 // page is first laid out (before it is drawn, reading the layout the browser has just made, so
-// that no script forces one while the page loads), again when a font arrives (KaTeX's boxes are
-// measured in its own fonts), and again when the column changes width. Every equation is
+// that no script forces one while the page loads), again when one of KaTeX's fonts arrives (its
+// boxes are measured in its own fonts), and again when the column changes width. Every equation is
 // measured first and written after: one layout for the whole page. KaTeX sizes a formula in em, so its width scales
 // with its font size and the scaled width is known without measuring it again. The page's <html>
 // gets data-pe-math-fitted="true" after the first fit.
@@ -27,6 +27,8 @@
   const DISPLAY = "article div.math > .katex-display";
   const INLINE = "article span.math > .katex";
   const TEX = 'annotation[encoding="application/x-tex"]';
+  // KaTeX's font families (KaTeX_Main, KaTeX_Size1, ...), quoted or not.
+  const KATEX_FONT = /^["']?KaTeX_/;
 
   // Undo what the last fit wrote (writes only).
   function reset(box) {
@@ -121,9 +123,14 @@
       if (now !== width) fit();
       width = now;
     }).observe(article);
-    // KaTeX's boxes are measured in its own fonts: a font that arrives after the first fit
-    // changes them.
-    if (document.fonts) document.fonts.addEventListener("loadingdone", fit);
+    // KaTeX's boxes are measured in its own fonts: one of them that arrives after the first fit
+    // changes them (another font, the icons' say, changes no formula and costs no second fit).
+    if (document.fonts) {
+      document.fonts.addEventListener("loadingdone", (event) => {
+        const faces = Array.from(event.fontfaces || []);
+        if (faces.length === 0 || faces.some((face) => KATEX_FONT.test(face.family))) fit();
+      });
+    }
     document.addEventListener("copy", copy);
   }
 

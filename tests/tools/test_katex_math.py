@@ -31,7 +31,7 @@ html_static_path = []
 """
 PAGE = r"""# Page
 
-Inline $\texttt{low\_freq\_factor} = 8$ and a display:
+Inline $\texttt{low\_freq\_factor} = 8$, $\left(\sum_i x_i\right)$ and a display:
 
 $$
 \omega_i = 10000^{-2i/d}
@@ -123,9 +123,12 @@ def test_katex_s_stylesheet_and_woff2_fonts_are_served_as_released(site) -> None
 def test_the_page_preloads_the_fonts_its_formulas_use(site) -> None:
     page = BeautifulSoup((site / "index.html").read_text(encoding="utf-8"), "html.parser")
     preloads = {link["href"] for link in page.select('link[rel="preload"][as="font"]')}
+    # the main and math italic faces, \texttt's, and the inline sum's (a small operator)
     assert preloads == {
         "_static/katex/fonts/KaTeX_Main-Regular.woff2",
         "_static/katex/fonts/KaTeX_Math-Italic.woff2",
+        "_static/katex/fonts/KaTeX_Typewriter-Regular.woff2",
+        "_static/katex/fonts/KaTeX_Size1-Regular.woff2",
     }
     assert all((site / href).is_file() for href in preloads)
 

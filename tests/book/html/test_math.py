@@ -90,6 +90,35 @@ def test_no_equation_is_cut_at_1280(visit, relpath: str) -> None:
     assert not cut, f"{relpath}: display equations wider than the column at 1280 px: {cut}"
 
 
+# The KaTeX fonts a page drew with once laid out, and the fonts its head preloads (as file names
+# without .woff2: KaTeX_Size1-Regular). A font that is not preloaded arrives after the page is
+# laid out and makes the browser style and lay out the formulas again (katex_math.py's FONTS).
+KATEX_FONTS = """async () => {
+    await document.fonts.ready;
+    const family = (face) => face.family.replace(/["']/g, '');
+    const variant = (face) => (['700', 'bold'].includes(face.weight) ? 'Bold' : '')
+        + (face.style === 'italic' ? 'Italic' : '');
+    const drawn = Array.from(document.fonts)
+        .filter((face) => face.status === 'loaded' && family(face).startsWith('KaTeX_'))
+        .map((face) => `${family(face)}-${variant(face) || 'Regular'}`);
+    const preloaded = Array.from(document.querySelectorAll('link[rel="preload"][as="font"]'),
+        (link) => link.href.split('/').pop().replace(/\\.woff2$/, ''));
+    return {drawn: [...new Set(drawn)].sort(), preloaded: [...new Set(preloaded)].sort()};
+}"""
+MATH_PAGES = [
+    page for page in PAGES if 'class="katex"' in (HTML_DIR / page).read_text(encoding="utf-8")
+]
+
+
+@pytest.mark.parametrize("relpath", MATH_PAGES or ["<no pages built>"])
+def test_the_fonts_formulas_draw_with_are_preloaded(visit, relpath: str) -> None:
+    if not MATH_PAGES:
+        _not_available(f"no HTML pages with formulas under {HTML_DIR}: run `make book` first")
+    fonts = _open_wide(visit, relpath).evaluate(KATEX_FONTS)
+    assert "KaTeX_Main-Regular" in fonts["drawn"], fonts  # the check sees the fonts drawn
+    assert fonts["drawn"] == fonts["preloaded"], f"{relpath}: drawn != preloaded: {fonts}"
+
+
 # Inline formulas that are scroll boxes, and scroll boxes of display math a keyboard cannot
 # reach or a screen reader cannot name.
 MATH_SCROLLERS = """() => {

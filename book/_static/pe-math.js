@@ -66,24 +66,54 @@
     }
   }
 
+  // The scale a box needs, and whether it scrolls even so, from the column's width and the box's
+  // width at full size (null when the box is not laid out: a hidden one).
+  function plan(available, needed) {
+    if (available === 0) return null;
+    if (needed < available) return { scale: 1, scrolls: false };
+    let scale = Math.floor(((available - SPARE) / needed) * 100) / 100;
+    // A formula a few per cent too wide at the smallest size goes a little smaller rather than
+    // scroll for a few pixels.
+    if (scale < NEARLY) scale = SMALLEST;
+    const scrolls = scale === SMALLEST && needed * scale > available - SPARE;
+    return { scale: Math.min(scale, 1), scrolls };
+  }
+
+  // Whether a box still fits at the scale it was given: one at full size, or scaled, is no
+  // wider than its column; a scroll box is still too wide (reads only).
+  function holds({ box, available, needed }) {
+    if (available === 0) return true;
+    if (box.classList.contains("pe-math-scrolls")) return needed > available;
+    return box.style.fontSize ? needed <= available : needed < available;
+  }
+
   // Every box is measured, then every box written: one layout for the page. A formula's width
   // follows its font size but for a few pixels KaTeX sizes in pixels (the struts of its stacked
   // boxes), which SPARE leaves room for; the widths read are whole pixels, and a box whose
-  // content overflows by a fraction of one would show a scrollbar.
-  function fit() {
+  // content overflows by a fraction of one would show a scrollbar. When the column changes
+  // width every box is fitted again from its full size. When one of KaTeX's fonts arrives, each
+  // box is first read at the size it has: if every box still fits, nothing is written (a write
+  // styles the whole formula again; a formula the font made narrower keeps its smaller scale);
+  // otherwise every box is fitted again from its full size.
+  function fit(fromFullSize) {
     const display = Array.from(document.querySelectorAll(DISPLAY));
     const inline = Array.from(document.querySelectorAll(INLINE));
-    if (display.length + inline.length === 0) return;
-    for (const box of display.concat(inline)) reset(box);
-    const sizes = display.map((box) => measure(box, false))
+    const boxes = display.concat(inline);
+    if (boxes.length === 0) return;
+    const sizes = () => display.map((box) => measure(box, false))
       .concat(inline.map((box) => measure(box, true)));
-    for (const { box, available, needed } of sizes) {
-      if (available === 0 || needed < available) continue;
-      let scale = Math.floor(((available - SPARE) / needed) * 100) / 100;
-      // A formula a few per cent too wide at the smallest size goes a little smaller rather than
-      // scroll for a few pixels.
-      if (scale < NEARLY) scale = SMALLEST;
-      write(box, Math.min(scale, 1), scale === SMALLEST && needed * scale > available - SPARE);
+    const touched = boxes.some(
+      (box) => box.style.fontSize || box.classList.contains("pe-math-scrolls"));
+    let found = touched && !fromFullSize ? sizes() : null;
+    if (found === null || !found.every(holds)) {
+      for (const box of boxes) reset(box);
+      found = sizes();
+      for (const { box, available, needed } of found) {
+        const want = plan(available, needed);
+        if (want !== null && (want.scale !== 1 || want.scrolls)) {
+          write(box, want.scale, want.scrolls);
+        }
+      }
     }
     document.documentElement.dataset.peMathFitted = "true";
   }
@@ -120,7 +150,7 @@
     const article = document.querySelector("article") || document.body;
     new ResizeObserver((entries) => {
       const now = entries[entries.length - 1].contentRect.width;
-      if (now !== width) fit();
+      if (now !== width) fit(true);
       width = now;
     }).observe(article);
     // KaTeX's boxes are measured in its own fonts: one of them that arrives after the first fit
@@ -128,7 +158,7 @@
     if (document.fonts) {
       document.fonts.addEventListener("loadingdone", (event) => {
         const faces = Array.from(event.fontfaces || []);
-        if (faces.length === 0 || faces.some((face) => KATEX_FONT.test(face.family))) fit();
+        if (faces.length === 0 || faces.some((face) => KATEX_FONT.test(face.family))) fit(false);
       });
     }
     document.addEventListener("copy", copy);

@@ -201,6 +201,45 @@ def test_equations_are_fitted_in_one_layout(browser, base_url) -> None:
     assert spent <= 4, f"{spent} layouts to fit {formulas} formulas again (expected one or two)"
 
 
+# A page whose formulas are scaled on a phone (nine of them at 400 px).
+SCALED_PAGE = "book/04_relative_positions.html"
+# One of KaTeX's fonts arriving again (a second face of KaTeX_Main, from the same file): the
+# formulas' classes and styles written while pe-math.js fits the page again, and whether it did.
+FONT_ARRIVES = """async () => {
+    const article = document.querySelector('article');
+    const scaled = article.querySelectorAll('.katex-display[style*="font-size"]').length;
+    let writes = 0;
+    new MutationObserver((records) => { writes += records.length; }).observe(
+        article, {attributes: true, subtree: true, attributeFilter: ['style', 'class']});
+    document.documentElement.dataset.peMathFitted = 'again';
+    const url = new URL('../_static/katex/fonts/KaTeX_Main-Regular.woff2', location.href);
+    const face = new FontFace('KaTeX_Main', `url(${url})`);
+    document.fonts.add(face);
+    await face.load();
+    await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    await new Promise((done) => setTimeout(done, 200));
+    return {scaled, writes, fitted: document.documentElement.dataset.peMathFitted};
+}"""
+
+
+def test_a_fit_again_that_changes_no_scale_writes_nothing(browser, base_url) -> None:
+    """One of KaTeX's fonts arriving after the first fit makes pe-math.js fit the page again;
+    where no formula's scale changes it writes nothing (a write styles the whole formula again,
+    and on a phone several formulas are scaled)."""
+    if SCALED_PAGE not in PAGES:
+        _not_available(f"{SCALED_PAGE} is not built: run `make book` first")
+    page_visit = _open(
+        browser, base_url, SCALED_PAGE, viewport={"width": NARROW_WIDTH, "height": 800}
+    )
+    try:
+        found = page_visit.page.evaluate(FONT_ARRIVES)
+    finally:
+        page_visit.close()
+    assert found["scaled"] >= 3, f"{SCALED_PAGE} at {NARROW_WIDTH} px: {found} (vacuous)"
+    assert found["fitted"] == "true", f"the font's arrival did not fit the page again: {found}"
+    assert found["writes"] == 0, f"fitting again changed no scale but wrote: {found}"
+
+
 # The page's last display formula and last figure, where they are and whether they are done.
 FAR_BELOW = """() => {
     const formula = Array.from(document.querySelectorAll('article div.math')).pop();

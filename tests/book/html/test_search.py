@@ -176,6 +176,34 @@ MAX_SEARCH_BYTES = 2_500_000
 MAX_SNIPPET_BYTES = 1_000_000
 
 
+# The layout shifts the page made by itself (none follows an input) while its results and their
+# snippets arrived: their sum, and the results shown.
+LAYOUT_SHIFT = """() => new Promise((resolve) => new PerformanceObserver((list, observer) => {
+    const shifts = list.getEntries().filter((entry) => !entry.hadRecentInput);
+    observer.disconnect();
+    resolve({
+        total: shifts.reduce((sum, entry) => sum + entry.value, 0),
+        shown: Array.from(document.querySelectorAll('#search-results ul.search > li'))
+            .filter((li) => li.getClientRects().length > 0).length,
+    });
+}).observe({type: 'layout-shift', buffered: true}))"""
+# The most the shifts may add up to: "good" in Chrome's measure of layout stability is below 0.1.
+MAX_LAYOUT_SHIFT = 0.02
+
+
+@pytest.mark.korean_browser
+def test_search_results_arrive_without_moving_what_is_shown(visit) -> None:
+    """On a phone, the results and their snippets arrive without moving a result already on the
+    screen: each is shown once its snippet is written and every result above it is shown."""
+    if "search.html" not in PAGES:
+        _not_available("no search page built")
+    page, results = _search(visit, "rotary", viewport={"width": NARROW_WIDTH, "height": 800})
+    page.wait_for_timeout(300)
+    shifts = page.evaluate(LAYOUT_SHIFT)
+    assert len(results) >= 3 and shifts["shown"] == len(results), f"{len(results)}: {shifts}"
+    assert shifts["total"] < MAX_LAYOUT_SHIFT, f"search for rotary: layout shifts {shifts}"
+
+
 @pytest.mark.korean_browser
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_search_page_fits_a_phone_and_loads_no_result_page(visit, theme: str) -> None:

@@ -78,6 +78,27 @@
   const suffix = (window.DOCUMENTATION_OPTIONS || {}).FILE_SUFFIX || ".html";
   const MATH = /\x01([^\x02]*)\x02/g;
   const pages = new Map();
+  // At most FETCHES text files are read at once, in the order their results are listed, so that
+  // on a slow connection the snippets of the results on the screen come first rather than
+  // sharing it with every other result's.
+  const FETCHES = 3;
+  const queue = [];
+  let reading = 0;
+  function inTurn(read) {
+    return new Promise((resolve) => {
+      const go = () => {
+        reading += 1;
+        read().catch(() => null).then((value) => {
+          reading -= 1;
+          if (queue.length > 0) queue.shift()();
+          resolve(value);
+        });
+      };
+      if (reading < FETCHES) go();
+      else queue.push(go);
+    });
+  }
+
   function page(url) {
     let docname = url.pathname.startsWith(root.pathname)
       ? decodeURIComponent(url.pathname.slice(root.pathname.length)) : null;
@@ -85,9 +106,9 @@
     docname = docname.slice(0, -suffix.length);
     if (!pages.has(docname)) {
       const file = new URL(`_static/search-text/${docname}.json`, root);
-      pages.set(docname, fetch(file).then(async (response) => {
-        if (!response.ok) return null;
-        const text = await response.json();
+      const read = () => fetch(file).then((response) => (response.ok ? response.json() : null));
+      pages.set(docname, inTurn(read).then((text) => {
+        if (!text) return null;
         for (const block of text.blocks) {
           block[1] = block[1].replace(MATH, (_, tex) => plainMath(tex));
           if (block[0] !== "c") block[1] = block[1].replace(/\s+/g, " ").trim();

@@ -1,11 +1,12 @@
 #!/bin/sh
-# Lighthouse's mobile audit of the introduction and every chapter page, the built book served
+# Lighthouse's mobile audit of every page of the built book, served
 # gzipped (serve_gzipped.py), with Debian's Chromium. Usage, from the repository's root:
 #   benchmarks/lighthouse/run.sh _build/html OUT_PREFIX [RUNS]
 # Lighthouse comes from npm (npx lighthouse@12.2.3), or is the command LIGHTHOUSE names (one
 # installed in a folder outside the repository: LIGHTHOUSE=/tmp/lh/node_modules/.bin/lighthouse);
 # CHROME_PATH names the browser, so that it never downloads one; PORT the local port it serves on
-# (8701); PAGES the pages, without .html (the introduction and every chapter). Runs are taken
+# (8701); PAGES the pages, without .html (every page of the book: the chapters, the reference
+# pages, the API pages, the index pages and the search page). Runs are taken
 # round-robin (run 1 of every page, then run 2, ...), so that a change in the machine's load falls
 # on every page alike. Writes OUT_PREFIX-<page>-<run>.json.
 set -eu
@@ -14,7 +15,8 @@ python3 "$(dirname "$0")/serve_gzipped.py" "$html" "$port" &
 server=$!
 trap 'kill $server' EXIT
 sleep 1
-pages=${PAGES:-"book/intro $(cd "$html" && ls book/[0-9]*.html | sed 's/\.html$//')"}
+pages=${PAGES:-"$(cd "$html" && ls book/*.html book/api/*.html genindex.html py-modindex.html \
+  search.html | sed 's/\.html$//')"}
 lighthouse=${LIGHTHOUSE:-"npx --yes lighthouse@12.2.3"}
 for run in $(seq "$runs"); do
   for page in $pages; do

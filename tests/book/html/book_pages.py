@@ -348,6 +348,15 @@ def _open(browser, base_url: str, relpath: str, theme: str | None = None, **opti
     return page_visit
 
 
+def _evaluate_open(browser, base_url: str, relpath: str, script: str, **options):
+    """``script``'s value on ``relpath`` opened as :func:`_open` opens it (then closed)."""
+    page_visit = _open(browser, base_url, relpath, **options)
+    try:
+        return page_visit.page.evaluate(script)
+    finally:
+        page_visit.close()
+
+
 # Issue 25: a phone does not wait on layout work. The formulas are typeset when the book is built
 # and fitted as the page loads (one layout); pe-charts.js draws the figures near the screen, and a
 # figure far below waits until the reader scrolls to it, and is then drawn.

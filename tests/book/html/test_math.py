@@ -16,6 +16,7 @@ from tests.book.html.book_pages import (
     PAGES,
     PAGES_WITH_FIGURES,
     WIDE_WIDTH,
+    _evaluate_open,
     _not_available,
     _open,
     _open_as_loaded,
@@ -153,13 +154,10 @@ def test_no_inline_formula_scrolls_with_scrollbars_shown(
     not need, and a display formula that still scrolls is focusable and named."""
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
-    page_visit = _open(
-        browser_with_scrollbars, base_url, relpath, viewport={"width": width, "height": 900}
+    viewport = {"width": width, "height": 900}
+    bad = _evaluate_open(
+        browser_with_scrollbars, base_url, relpath, MATH_SCROLLERS, viewport=viewport
     )
-    try:
-        bad = page_visit.page.evaluate(MATH_SCROLLERS)
-    finally:
-        page_visit.close()
     assert not bad, f"{relpath} at {width} px ({len(bad)}): {bad[:5]}"
 
 
@@ -228,13 +226,8 @@ def test_a_fit_again_that_changes_no_scale_writes_nothing(browser, base_url) -> 
     and on a phone several formulas are scaled)."""
     if SCALED_PAGE not in PAGES:
         _not_available(f"{SCALED_PAGE} is not built: run `make book` first")
-    page_visit = _open(
-        browser, base_url, SCALED_PAGE, viewport={"width": NARROW_WIDTH, "height": 800}
-    )
-    try:
-        found = page_visit.page.evaluate(FONT_ARRIVES)
-    finally:
-        page_visit.close()
+    viewport = {"width": NARROW_WIDTH, "height": 800}
+    found = _evaluate_open(browser, base_url, SCALED_PAGE, FONT_ARRIVES, viewport=viewport)
     assert found["scaled"] >= 3, f"{SCALED_PAGE} at {NARROW_WIDTH} px: {found} (vacuous)"
     assert found["fitted"] == "true", f"the font's arrival did not fit the page again: {found}"
     assert found["writes"] == 0, f"fitting again changed no scale but wrote: {found}"

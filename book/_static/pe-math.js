@@ -66,19 +66,6 @@
     }
   }
 
-  // The scale a box needs, and whether it scrolls even so, from the column's width and the box's
-  // width at full size (null when the box is not laid out: a hidden one).
-  function plan(available, needed) {
-    if (available === 0) return null;
-    if (needed < available) return { scale: 1, scrolls: false };
-    let scale = Math.floor(((available - SPARE) / needed) * 100) / 100;
-    // A formula a few per cent too wide at the smallest size goes a little smaller rather than
-    // scroll for a few pixels.
-    if (scale < NEARLY) scale = SMALLEST;
-    const scrolls = scale === SMALLEST && needed * scale > available - SPARE;
-    return { scale: Math.min(scale, 1), scrolls };
-  }
-
   // Whether a box still fits at the scale it was given: one at full size, or scaled, is no
   // wider than its column; a scroll box is still too wide (reads only).
   function holds({ box, available, needed }) {
@@ -109,10 +96,12 @@
       for (const box of boxes) reset(box);
       found = sizes();
       for (const { box, available, needed } of found) {
-        const want = plan(available, needed);
-        if (want !== null && (want.scale !== 1 || want.scrolls)) {
-          write(box, want.scale, want.scrolls);
-        }
+        if (available === 0 || needed < available) continue;
+        let scale = Math.floor(((available - SPARE) / needed) * 100) / 100;
+        // A formula a few per cent too wide at the smallest size goes a little smaller rather
+        // than scroll for a few pixels.
+        if (scale < NEARLY) scale = SMALLEST;
+        write(box, Math.min(scale, 1), scale === SMALLEST && needed * scale > available - SPARE);
       }
     }
     document.documentElement.dataset.peMathFitted = "true";

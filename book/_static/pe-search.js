@@ -275,18 +275,17 @@
     const results = document.getElementById("search-results");
     const words = searched();
     if (!results || words.length === 0) return;
-    // A result is shown once its snippet is written and every result above it is shown
-    // (pe-search.css): a snippet written into a result already on the screen pushed the results
-    // below it down, a layout shift the reader sees (0.12 to 0.18 for "rotary" on a phone).
-    results.classList.add("pe-snippets");
     const scan = () => results.querySelectorAll("ul.search > li").forEach((item) => addSnippet(item, words));
     new MutationObserver(scan).observe(results, { childList: true, subtree: true });
     scan();
   }
 
-  // A search for words: the results' box holds the screen's height from the first paint
-  // (pe-search.css), so that the footer is not pushed down as the results arrive. This script runs
-  // in the page's head, before the body is drawn.
+  // A search for words (the class pe-searching, set in the page's head, before the body is
+  // drawn): the results' box holds the screen's height from the first paint, so that the footer
+  // is not pushed down as the results arrive, and a result is shown once its snippet is written
+  // and every result above it is shown (pe-search.css): a snippet written into a result already
+  // on the screen pushed the results below it down (layout shifts of 0.12 to 0.18 for "rotary"
+  // on a phone).
   if (searched().length > 0) document.documentElement.classList.add("pe-searching");
 
   if (document.readyState === "loading") {

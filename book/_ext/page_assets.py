@@ -169,7 +169,14 @@ OWN: list[tuple[str, int, Callable[[Page], bool]]] = [
 # The scripts that work on the page's markup once it is read: the page is drawn without waiting
 # for them (``defer``; they run in order, before ``DOMContentLoaded``). The search page's scripts
 # run with Sphinx's, which are not deferred.
-DEFERRED = {"pe-charts.js", "pe-math.js", "pe-scroll-boxes.js", "pe-tooltips.js"}
+DEFERRED = {"pe-charts.js", "pe-scroll-boxes.js", "pe-tooltips.js"}
+# The scripts that change the article's layout before the page is first drawn: placed after the
+# article (the layout template moves the context's ``end_of_body_scripts`` to ``scripts_end``),
+# they run as soon as the parser reaches them, and the page is not drawn until they have
+# (``<link rel="expect" blocking="render">`` in its head). pe-math.js scales wide formulas down;
+# deferred, it ran after the browser had drawn the top of the page, and a formula there, drawn
+# at full size first, moved the text below it when it was scaled.
+END_OF_BODY = {"pe-math.js"}
 
 
 def _toggles(page: Page) -> bool:
@@ -228,8 +235,18 @@ def _drop_unused(
             context[key] = [asset for asset in assets if name(asset) not in unused]
 
 
+def _mark_end_of_body(
+    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """The page's END_OF_BODY scripts, which the book's layout template moves after the article
+    (another theme's leaves them in the head, where they wait for the page to be read)."""
+    scripts = context.get("script_files") or []
+    context["end_of_body_scripts"] = [js for js in scripts if name(js) in END_OF_BODY]
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.connect("html-page-context", _add_own)
     # After the extensions that add files per page (MathJax, the widget manager).
     app.connect("html-page-context", _drop_unused, priority=900)
+    app.connect("html-page-context", _mark_end_of_body, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -8,13 +8,16 @@
 // pe-math-scrolls (a visible scrollbar and a shadow at the edge, page.css), and is made a
 // focusable region named after its equation, so that a keyboard can scroll it too. Display
 // equations, and the rare inline formula longer than a line of a phone's column
-// (small-screens.css gives inline math no scroll box otherwise). Every formula is fitted when the
-// page is first laid out (before it is drawn, reading the layout the browser has just made, so
-// that no script forces one while the page loads), again when one of KaTeX's fonts arrives (its
-// boxes are measured in its own fonts), and again when the column changes width. Every equation is
-// measured first and written after: one layout for the whole page. KaTeX sizes a formula in em, so its width scales
-// with its font size and the scaled width is known without measuring it again. The page's <html>
-// gets data-pe-math-fitted="true" after the first fit.
+// (small-screens.css gives inline math no scroll box otherwise). Every formula is fitted before
+// the page is first drawn: the script runs as soon as the article has been read (it is placed
+// after it), and the page is not drawn until it has run (page_assets.py, the layout template).
+// A browser may draw the top of a page before it has read the rest: a formula near the top drawn
+// at full size and scaled after moved all the text below it. Fitted again when one of KaTeX's
+// fonts arrives (its boxes are measured in its own fonts), and when the column changes width.
+// Every equation is measured first and written after: one layout for the whole page. KaTeX
+// sizes a formula in em, so its width scales with its font size and the scaled width is known
+// without measuring it again. The page's <html> gets
+// data-pe-math-fitted="true" after the first fit.
 //
 // Copying: a selection that holds formulas copies each one as its TeX (KaTeX's MathML carries it
 // as an annotation): $...$ inline, $$...$$ displayed.
@@ -130,16 +133,24 @@
     event.preventDefault();
   }
 
+  // The width of a box's content, as a ResizeObserver reports it (reads only).
+  function contentWidth(box) {
+    const style = getComputedStyle(box);
+    const edges = ["paddingLeft", "paddingRight", "borderLeftWidth", "borderRightWidth"];
+    const outer = box.getBoundingClientRect().width;
+    return edges.reduce((width, edge) => width - parseFloat(style[edge]), outer);
+  }
+
   function start() {
     if (!document.querySelector("div.math, span.math")) return;
-    // The observer reports the column's width when the page is first laid out, before it is
-    // drawn: the first fit reads a layout the browser has just made, and its writes are laid
-    // out in the same frame. Then again on every change of width.
-    let width = null;
     const article = document.querySelector("article") || document.body;
+    let width = contentWidth(article);
+    fit(true);
+    // The observer reports the column's width once when it starts observing, then on every
+    // change: a width other than the one the formulas were fitted to fits them again.
     new ResizeObserver((entries) => {
       const now = entries[entries.length - 1].contentRect.width;
-      if (now !== width) fit(true);
+      if (Math.abs(now - width) > 0.5) fit(true);
       width = now;
     }).observe(article);
     // KaTeX's boxes are measured in its own fonts: one of them that arrives after the first fit
@@ -153,7 +164,9 @@
     document.addEventListener("copy", copy);
   }
 
-  if (document.readyState === "loading") {
+  // Placed after the article (page_assets.py, the layout template), it starts at once: the page
+  // has been read up to here. In a page's head (another layout), once the page has been read.
+  if (document.currentScript && document.currentScript.closest("head")) {
     document.addEventListener("DOMContentLoaded", start);
   } else {
     start();

@@ -237,6 +237,70 @@ def test_first_visit_follows_the_system_and_the_switch_changes_the_page(
     assert after != first, f"the first click on the theme switch left the page {after}"
 
 
+# Every write of a tabindex, with its old value and whether the page was still being read.
+TAB_STOP_WRITES = """
+window.peTabStopWrites = [];
+new MutationObserver((records) => {
+    for (const record of records) {
+        window.peTabStopWrites.push(
+            {box: record.target, old: record.oldValue, reading: document.readyState === "loading"});
+    }
+}).observe(document, {attributes: true, attributeFilter: ["tabindex"], attributeOldValue: true,
+                      subtree: true});
+"""
+# The boxes the theme gives a tab stop once the page has loaded (pydata-sphinx-theme 0.17).
+THEME_SCROLL_BOXES = (
+    "pre, .nboutput > .output_area, .cell_output > .output, .jp-RenderedHTMLCommon, "
+    ".pst-scrollable-table-container"
+)
+# Each write after the page was read that changed a theme box's tabindex, as (box, old, new);
+# and how many writes there were. Not the boxes in the elements sphinx-togglebutton rebuilds
+# once the page is read (its selector: solutions, dropdowns), whose layout changes then.
+TAB_STOP_CHANGES = """(boxes) => {
+    const writes = window.peTabStopWrites;
+    const changes = [];
+    writes.forEach((write, i) => {
+        const next = writes.slice(i + 1).find((later) => later.box === write.box);
+        const now = next ? next.old : write.box.getAttribute("tabindex");
+        const rebuilt = write.box.closest('.toggle, .admonition.dropdown');
+        if (!write.reading && write.box.matches(boxes) && !rebuilt && now !== write.old) {
+            changes.push([write.box.tagName + "." + write.box.className + " " + write.box.textContent.slice(0, 40), write.old, now]);
+        }
+    });
+    return {changes, after: writes.filter((write) => !write.reading).length};
+}"""
+
+
+@pytest.mark.parametrize("width", [NARROW_WIDTH, WIDE_WIDTH])
+def test_the_themes_tab_stops_are_in_place_before_it_sets_them(
+    browser, base_url, width: int
+) -> None:
+    """The tab stops the theme sets on the boxes that scroll once the page has loaded (one style
+    pass per box it changes) are set while the page is read, each box read and then each written:
+    the theme's pass writes them again and changes none (but in the solutions and dropdowns that
+    sphinx-togglebutton rebuilds after the page is read)."""
+    if SAMPLE_CHAPTER not in PAGES:
+        _not_available(f"{SAMPLE_CHAPTER} is not built: run `make book` first")
+    page_visit = PageVisit(
+        browser,
+        base_url,
+        SAMPLE_CHAPTER,
+        init_script=TAB_STOP_WRITES,
+        viewport={"width": width, "height": 800},
+    )
+    try:
+        page_visit.page.goto(page_visit.url, wait_until="load")
+        page_visit.settle()
+        found = page_visit.page.evaluate(TAB_STOP_CHANGES, THEME_SCROLL_BOXES)
+    finally:
+        page_visit.close()
+    assert found["after"] > 0, "the theme set no tab stop once the page had loaded"
+    assert not found["changes"], (
+        f"{SAMPLE_CHAPTER} at {width} px: tab stops changed after the page was read "
+        f"(box, old, new): {found['changes'][:8]}"
+    )
+
+
 # --------------------------------------------------------------------------- the page's furniture
 # Issue 55: "Solution to Exercise" titles underlined a leading space and wrapped into three
 # narrow lines on a phone; the previous/next links wrapped into 4-5-line columns; the search

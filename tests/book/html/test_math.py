@@ -1,5 +1,5 @@
-"""Formulas: typeset when the book was built, fitted to the column as soon as the page is read
-(even in a browser that never has an idle moment), copied as their TeX, never cut or given a
+"""Formulas: typeset when the book was built, fitted to the column before the browser first
+draws them (even in a browser that never has an idle moment), copied as their TeX, never cut or given a
 scrollbar; far ones fitted as the reader nears them."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from tests.book.html.book_pages import (
     PAGES,
     PAGES_WITH_FIGURES,
     WIDE_WIDTH,
+    PageVisit,
     _evaluate_open,
     _not_available,
     _open,
@@ -231,6 +232,51 @@ def test_a_fit_again_that_changes_no_scale_writes_nothing(browser, base_url) -> 
     assert found["scaled"] >= 3, f"{SCALED_PAGE} at {NARROW_WIDTH} px: {found} (vacuous)"
     assert found["fitted"] == "true", f"the font's arrival did not fit the page again: {found}"
     assert found["writes"] == 0, f"fitting again changed no scale but wrote: {found}"
+
+
+# A page with a formula scaled on a phone in its first screen (equation 3.1).
+FIRST_SCREEN_SCALED_PAGE = "book/03_frequency_spectrum.html"
+# Every layout shift of the article's content while the page loads (its value, and what moved).
+ARTICLE_SHIFTS = """
+window.peArticleShifts = [];
+new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+        const moved = entry.sources.map((source) => source.node)
+            .map((node) => node && (node.nodeType === 1 ? node : node.parentElement))
+            .filter((element) => element && element.closest('article'));
+        if (moved.length) {
+            window.peArticleShifts.push(
+                [entry.value, moved.map((element) => element.tagName + '.' + element.className)]);
+        }
+    }
+}).observe({type: 'layout-shift', buffered: true});
+"""
+LOADED = """() => ({
+    shifts: window.peArticleShifts,
+    scaled: Array.from(document.querySelectorAll('article .katex-display[style*="font-size"]'))
+        .filter((box) => box.getBoundingClientRect().top < innerHeight).length,
+})"""
+
+
+def test_the_first_picture_has_its_formulas_fitted(browser, base_url) -> None:
+    """A phone draws a formula for the first time already fitted, though it may draw the top of
+    the page before the rest is read: drawn at full size first, then scaled down, a formula near
+    the top moved all the text below it (a layout shift of 0.1 on chapter 3, Lighthouse's whole
+    allowance)."""
+    if FIRST_SCREEN_SCALED_PAGE not in PAGES:
+        _not_available(f"{FIRST_SCREEN_SCALED_PAGE} is not built: run `make book` first")
+    viewport = {"width": NARROW_WIDTH, "height": 800}
+    page_visit = PageVisit(
+        browser, base_url, FIRST_SCREEN_SCALED_PAGE, init_script=ARTICLE_SHIFTS, viewport=viewport
+    )
+    try:
+        page_visit.page.goto(page_visit.url, wait_until="load")
+        page_visit.settle()
+        found = page_visit.page.evaluate(LOADED)
+    finally:
+        page_visit.close()
+    assert found["scaled"] >= 1, f"no scaled formula in the first screen: {found} (vacuous)"
+    assert not found["shifts"], f"the article's content moved while the page loaded: {found}"
 
 
 # The page's last display formula and last figure, where they are and whether they are done.

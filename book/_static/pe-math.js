@@ -16,8 +16,8 @@
 // fonts arrives (its boxes are measured in its own fonts), and when the column changes width.
 // Every equation is measured first and written after: one layout for the whole page. KaTeX
 // sizes a formula in em, so its width scales with its font size and the scaled width is known
-// without measuring it again. The page's <html> gets
-// data-pe-math-fitted="true" after the first fit.
+// without measuring it again. The page's <html> gets data-pe-math-fitted="true" after the
+// first fit.
 //
 // Copying: a selection that holds formulas copies each one as its TeX (KaTeX's MathML carries it
 // as an annotation): $...$ inline, $$...$$ displayed.

@@ -58,18 +58,9 @@ from typing import Any, NoReturn, TypeVar
 
 import yaml
 from book_pages import Document, read_documents, toc_documents
+from chromium_flags import CHROMIUM_FLAGS
 from pdf_assembly import OutlineEntry, destinations, finish
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # A page must load, and what is drawn after it loads be drawn, within this time (s).
 DRAW_TIMEOUT_S = 180
 # Loads of a page whose drawing does not finish in time, before the printer gives up.

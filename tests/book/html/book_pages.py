@@ -2,8 +2,9 @@
 headless Chromium, offline, with everything that went wrong on the way (``PageVisit``).
 
 What the browser tests in this folder share: where the build is (``$BOOK_HTML_DIR``, default
-``_build/html``, with the Korean edition beside it under ``ko/``), its pages, the browser's flags,
-and the helpers that open a page in a theme and at a width and wait until it has settled.
+``_build/html``, with the Korean edition beside it under ``ko/``), its pages, and the helpers
+that open a page in a theme and at a width and wait until it has settled (the browser's flags
+are ``tools/chromium_flags.py``, which the PDF printer starts it with too).
 """
 
 from __future__ import annotations
@@ -45,16 +46,6 @@ def site_file(path: str) -> Path:
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # Folders of support files, not pages.
 NON_PAGE_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static"}
 # A page's equations must be fitted within this time (ms); pe-math.js fits them as soon as the

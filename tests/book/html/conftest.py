@@ -32,7 +32,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.book.html.book_pages import (
-    CHROMIUM_FLAGS,
     HTML_DIR,
     PageVisit,
     _not_available,
@@ -40,6 +39,7 @@ from tests.book.html.book_pages import (
     find_chromium,
     sync_playwright,
 )
+from tools.chromium_flags import CHROMIUM_FLAGS
 
 
 @pytest.fixture(scope="session")

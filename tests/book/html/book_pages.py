@@ -191,6 +191,23 @@ class PageVisit:
 # --------------------------------------------------------------------------- per-page checks
 
 
+# Every layout shift of the article's content while the page loads (its value, and what moved).
+ARTICLE_SHIFTS = """
+window.peArticleShifts = [];
+new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+        const moved = entry.sources.map((source) => source.node)
+            .map((node) => node && (node.nodeType === 1 ? node : node.parentElement))
+            .filter((element) => element && element.closest('article'));
+        if (moved.length) {
+            window.peArticleShifts.push(
+                [entry.value, moved.map((element) => element.tagName + '.' + element.className)]);
+        }
+    }
+}).observe({type: 'layout-shift', buffered: true});
+"""
+
+
 # The page's fonts loaded, then two frames drawn.
 QUIET_FRAMES = """() => document.fonts.ready.then(() => new Promise(resolve =>
     requestAnimationFrame(() => requestAnimationFrame(resolve))))"""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.book.html.book_pages import (
+    ARTICLE_SHIFTS,
     CHART_THEME,
     FIGURE_TIMEOUT_MS,
     HTML_DIR,
@@ -236,21 +237,6 @@ def test_a_fit_again_that_changes_no_scale_writes_nothing(browser, base_url) -> 
 
 # A page with a formula scaled on a phone in its first screen (equation 3.1).
 FIRST_SCREEN_SCALED_PAGE = "book/03_frequency_spectrum.html"
-# Every layout shift of the article's content while the page loads (its value, and what moved).
-ARTICLE_SHIFTS = """
-window.peArticleShifts = [];
-new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) {
-        const moved = entry.sources.map((source) => source.node)
-            .map((node) => node && (node.nodeType === 1 ? node : node.parentElement))
-            .filter((element) => element && element.closest('article'));
-        if (moved.length) {
-            window.peArticleShifts.push(
-                [entry.value, moved.map((element) => element.tagName + '.' + element.className)]);
-        }
-    }
-}).observe({type: 'layout-shift', buffered: true});
-"""
 LOADED = """() => ({
     shifts: window.peArticleShifts,
     scaled: Array.from(document.querySelectorAll('article .katex-display[style*="font-size"]'))

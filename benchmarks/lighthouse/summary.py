@@ -2,8 +2,9 @@
 
 Usage: ``python benchmarks/lighthouse/summary.py OUT_PREFIX...``, each prefix given to ``run.sh``
 (its runs are ``OUT_PREFIX-<page>-<run>.json``); a page's runs under all the prefixes given are
-taken together. Prints a Markdown table like the one in ``README.md``. For that record only (no
-test reads it).
+taken together; a run in which Lighthouse failed (no score, e.g. ``NO_FCP``) is left out and
+named on standard error. Prints a Markdown table like the one in ``README.md``. For that record
+only (no test reads it).
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ def main() -> None:
         folder, stem = Path(prefix).parent, Path(prefix).name
         for path in sorted(folder.glob(f"{stem}-*-*.json")):
             page = path.stem[len(stem) + 1 :].rsplit("-", 1)[0]
-            runs[page].append(json.loads(path.read_text(encoding="utf-8")))
+            report = json.loads(path.read_text(encoding="utf-8"))
+            if report["categories"]["performance"]["score"] is None:  # the page was not measured
+                error = report.get("runtimeError", {}).get("code", "no score")
+                print(f"{path.name}: left out, Lighthouse failed ({error})", file=sys.stderr)
+                continue
+            runs[page].append(report)
     print("| page | runs | performance | accessibility | best practices | SEO | LCP | TBT |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for page in sorted(runs, key=lambda p: (p[0].isdigit(), p)):

@@ -191,6 +191,11 @@ class PageVisit:
 # --------------------------------------------------------------------------- per-page checks
 
 
+# Text in Hangul (jamo, compatibility jamo, syllables), as a JavaScript regular expression: what
+# the book's Korean web font draws.
+HANGUL = "/[\\u1100-\\u11ff\\u3130-\\u318f\\uac00-\\ud7a3]/"
+
+
 # Every layout shift of the article's content while the page loads (its value, and what moved).
 ARTICLE_SHIFTS = """
 window.peArticleShifts = [];

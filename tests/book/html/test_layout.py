@@ -9,6 +9,7 @@ import pytest
 from tests.book.html.book_pages import (
     ARTICLE_SHIFTS,
     CHAPTER_PAGES,
+    HANGUL,
     HTML_DIR,
     NARROW_WIDTH,
     PAGES,
@@ -51,8 +52,9 @@ WIDER_THAN = """(limit) => {
 
 # Whether the page's article holds Hangul, which the book's Korean web font draws (its subsets
 # arrive after the page is first laid out).
-HOLDS_HANGUL = """() => /[\\u1100-\\u11ff\\u3130-\\u318f\\uac00-\\ud7a3]/
-    .test((document.querySelector('article') || document.body).textContent)"""
+HOLDS_HANGUL = (
+    f"() => {HANGUL}.test((document.querySelector('article') || document.body).textContent)"
+)
 
 
 @pytest.mark.korean_browser

@@ -16,6 +16,7 @@ import yaml
 
 from tests.book.html.book_pages import (
     CHAPTER_PAGES,
+    HANGUL,
     HTML_DIR,
     NOT_FOUND,
     PAGES,
@@ -333,15 +334,22 @@ MAX_CHAPTER_BYTES = 3_000_000
 # that says whether the page holds a user, run in the page after its own scripts. A page must load
 # each file exactly when it holds a user: Vega with a chart, Sphinx's search scripts and index on
 # the search page, the copy buttons with code, and so on.
-SHOWS_HANGUL = """() => /[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]/.test(document.title
-    + document.body.textContent) || document.querySelector('#search-results') !== null"""
+SHOWS_HANGUL = (
+    f"() => {HANGUL}.test(document.title + document.body.textContent)"
+    " || document.querySelector('#search-results') !== null"
+)
 # Hangul in the page's own words, not only in text marked as Korean (the language switch).
-SHOWS_HANGUL_TEXT = """() => {
+SHOWS_HANGUL_TEXT = (
+    """() => {
+    const HANGUL = """
+    + HANGUL
+    + """;
     const body = document.body.cloneNode(true);
     body.querySelectorAll('[lang|="ko"]').forEach((marked) => marked.remove());
-    return /[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]/.test(document.title + body.textContent)
+    return HANGUL.test(document.title + body.textContent)
         || document.querySelector('#search-results') !== null;
 }"""
+)
 USERS_OF_FILES = {
     "_static/vega/vega.min.js": "div.pe-chart",
     "_static/vega/vega-embed.min.js": "div.pe-chart",

@@ -8,8 +8,8 @@ checks it against the registry's sha512 digest, and writes into ``book/_static/f
 
 - the regular (400) WOFF2 files whose ``unicode-range`` covers Hangul, and
 - ``noto-sans-kr.css``, their ``@font-face`` rules with each range cut down to the Hangul
-  blocks, so the browser downloads a file only when a page shows a Hangul syllable from it and
-  never uses this font for Latin, digits or punctuation;
+  blocks, so that the browser never uses this font for Latin, digits or punctuation (the
+  book's build merges the syllables its pages use into one file: ``book/_ext/hangul_font.py``);
 - the font's licence.
 
 ``book/_static/hangul.css`` puts the family first in the theme's font stacks. ``make book`` runs

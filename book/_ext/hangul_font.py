@@ -1,23 +1,33 @@
-"""Serve the Hangul web font cut down to the syllables the built pages use.
+"""Serve the Hangul web font as one file of the syllables the built pages use, asked for early.
 
 ``tools/fetch_hangul_font.py`` fetches Noto Sans KR as 86 WOFF2 files of about 130 syllables
-each (1.2 MB), each declared with the ``unicode-range`` it covers, so that a page downloads only
-the files whose range meets its text. A page of Korean prose meets most ranges, though it uses a
-few of each file's syllables: the Korean edition uses about 620 of the 11,172 syllables, and the
-English book a few dozen. After the build this subsets every file to the syllables that some
-built page uses (the search page shows only text of the pages), narrows each ``unicode-range`` to
-them, and drops the files none uses; every glyph a page draws is still the web font's (the
-browser test asks Chromium which font drew each Hangul run).
+each (1.2 MB), each declared with the ``unicode-range`` it covers. A page of Korean prose meets
+most of those ranges, though it uses a few of each file's syllables: the Korean edition uses
+about 620 of the 11,172 syllables, and the English book a few dozen. After the build this cuts
+every file down to the syllables that some built page uses (the search page shows only text of
+the pages), merges what is left into one file (``fonts/noto-sans-kr.woff2``) and declares it
+with one ``@font-face`` whose ``unicode-range`` names exactly those syllables. Every glyph a
+page draws is still the web font's (the browser test asks Chromium which font drew each Hangul
+run).
+
+One file lets a page ask for the font before it is laid out: a page whose own words hold Hangul
+preloads it (as ``katex_math.py`` preloads the KaTeX fonts its formulas draw with). Asked for
+only once the text was laid out, the font arrived after the page was first drawn in a fallback
+font, and its wider or narrower glyphs rewrapped every paragraph below (``font-display: swap``).
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
-FONT_CSS = Path("_static") / "fonts" / "noto-sans-kr.css"
+FONTS = Path("_static") / "fonts"
+FONT_CSS = FONTS / "noto-sans-kr.css"
+# The one file the build writes in place of the fetched ones.
+FONT_FILE = FONTS / "noto-sans-kr.woff2"
 FACE = re.compile(r"@font-face \{[^}]*\}\n*")
 SOURCE = re.compile(r"url\(\./([^)]+\.woff2)\)")
 RANGE = re.compile(r"unicode-range: ([^;]+);")
@@ -52,35 +62,65 @@ def used_syllables(outdir: Path) -> set[int]:
 
 
 def subset_hangul_font(outdir: Path) -> None:
-    from fontTools import subset
+    """The fetched files under ``outdir`` cut down to the syllables its pages use and merged
+    into FONT_FILE; the stylesheet declares that file alone."""
+    from fontTools import merge, subset
 
     css_path = outdir / FONT_CSS
     if not css_path.is_file():
         return
-    used = used_syllables(outdir)
     css = css_path.read_text(encoding="utf-8")
-    faces = []
-    for face in FACE.findall(css):
-        source, covered = SOURCE.search(face), RANGE.search(face)
-        if source is None or covered is None:
-            faces.append(face)
-            continue
-        font_path = css_path.parent / source.group(1)
-        keep = code_points(covered.group(1)) & used
-        if not keep:
-            font_path.unlink(missing_ok=True)
-            continue
-        options = subset.Options()
-        options.flavor = "woff2"
-        options.layout_features = ["*"]
-        font = subset.load_font(str(font_path), options)
-        subsetter = subset.Subsetter(options)
-        subsetter.populate(unicodes=sorted(keep))
-        subsetter.subset(font)
-        subset.save_font(font, str(font_path), options)
-        faces.append(RANGE.sub(f"unicode-range: {unicode_range(keep)};", face))
-    header = css[: css.index("@font-face")] if "@font-face" in css else ""
-    css_path.write_text(header + "".join(faces), encoding="utf-8")
+    faces = FACE.findall(css)
+    files = [
+        (css_path.parent / source.group(1), code_points(covered.group(1)))
+        for face in faces
+        if (source := SOURCE.search(face)) and (covered := RANGE.search(face))
+    ]
+    if not files:
+        raise RuntimeError(f"{css_path} declares no font files: is it the fetched stylesheet?")
+    if [path.name for path, _ in files] == [FONT_FILE.name]:
+        return  # merged by an earlier build, and no page written since: Sphinx copied nothing
+    used = used_syllables(outdir)
+    options = subset.Options()
+    options.layout_features = ["*"]
+    kept: set[int] = set()
+    with tempfile.TemporaryDirectory() as scratch:
+        parts = []
+        for path, covered in files:
+            if keep := covered & used:
+                font = subset.load_font(str(path), options)
+                subsetter = subset.Subsetter(options)
+                subsetter.populate(unicodes=sorted(keep))
+                subsetter.subset(font)
+                parts.append(str(Path(scratch, f"{len(parts)}.ttf")))
+                font.save(parts[-1])
+                kept |= keep
+        if parts:
+            merged = merge.Merger().merge(parts)
+            merged.flavor = "woff2"
+            merged.save(str(outdir / FONT_FILE))
+    for path, _ in files:
+        path.unlink()
+    header = css[: css.index("@font-face")]
+    if not kept:
+        (outdir / FONT_FILE).unlink(missing_ok=True)  # an earlier build's
+        css_path.write_text(header, encoding="utf-8")
+        return
+    face = SOURCE.sub(f"url(./{FONT_FILE.name})", faces[0])
+    face = RANGE.sub(f"unicode-range: {unicode_range(kept)};", face)
+    css_path.write_text(header + face, encoding="utf-8")
+
+
+def preload_font(
+    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """A page whose own words (its text, its title, the book's title) hold a Hangul syllable asks
+    for the font in its head."""
+    words = " ".join(str(context.get(key) or "") for key in ("body", "title", "docstitle"))
+    if HANGUL.search(words):
+        href = context["pathto"](FONT_FILE.as_posix(), 1)
+        link = f'<link rel="preload" href="{href}" as="font" type="font/woff2" crossorigin>'
+        context["metatags"] = context.get("metatags", "") + link
 
 
 def _finished(app: Any, exception: Exception | None) -> None:
@@ -89,5 +129,6 @@ def _finished(app: Any, exception: Exception | None) -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
+    app.connect("html-page-context", preload_font)
     app.connect("build-finished", _finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

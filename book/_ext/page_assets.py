@@ -6,10 +6,10 @@ the page's context:
 - math: KaTeX's stylesheet (``katex/katex.min.css``, written by ``katex_math.py``) and the
   book's ``pe-math.js`` (fits wide equations, copies a formula as its TeX); ``pe-charts.js``: an explorable figure or a cell's output
   image;
-- the Korean web font (``fonts/noto-sans-kr.css``, 40 KB of ``@font-face`` rules, and
-  ``hangul.css``, which gives it to text marked as Korean): Hangul in the page (its text, its
-  title, the book's title or the language switch's label), or the search page, whose results may
-  quote it; ``hangul-text.css``, the font first in the theme's stacks for all text: Hangul in the
+- the Korean web font (``fonts/noto-sans-kr.css``, the ``@font-face`` rule of the one file
+  ``hangul_font.py`` makes, and ``hangul.css``, which gives it to text marked as Korean):
+  Hangul in the page (its text, its title, the book's title or the language switch's label), or
+  the search page, whose results may quote it; ``hangul-text.css``, the font first in the theme's stacks for all text: Hangul in the
   page's own words (not only the switch's label, marked ``lang="ko"``), or the search page. A
   web font's arrival makes the browser style again every element whose stack names it: on an
   English page whose only Hangul is the switch's label, that is the label alone;

@@ -9,7 +9,6 @@ import pytest
 from tests.book.html.book_pages import (
     ARTICLE_SHIFTS,
     CHAPTER_PAGES,
-    HANGUL,
     HTML_DIR,
     NARROW_WIDTH,
     PAGES,
@@ -50,20 +49,14 @@ WIDER_THAN = """(limit) => {
 }"""
 
 
-# Whether the page's article holds Hangul, which the book's Korean web font draws (its subsets
-# arrive after the page is first laid out).
-HOLDS_HANGUL = (
-    f"() => {HANGUL}.test((document.querySelector('article') || document.body).textContent)"
-)
-
-
 @pytest.mark.korean_browser
 @pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
 def test_page_fits_a_narrow_screen_and_holds_still(visit, relpath: str) -> None:
     """At 400 px the page never scrolls sideways (code blocks scroll inside themselves), and
     nothing in its article moves while it loads (the bibliography's entries moved down a line
     when the GitHub mark's font arrived, the module index's rows when the script showed its
-    folding sign)."""
+    folding sign, a Korean page's paragraphs when the Hangul font arrived after the first
+    picture: hangul_font.py)."""
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
     page_visit = visit(
@@ -78,11 +71,6 @@ def test_page_fits_a_narrow_screen_and_holds_still(visit, relpath: str) -> None:
     wide = page.evaluate(WIDER_THAN, NARROW_WIDTH)
     assert width <= NARROW_WIDTH, f"{relpath} is {width} px wide at {NARROW_WIDTH} px: {wide}"
     assert not wide, f"{relpath}: content cut off past {NARROW_WIDTH} px: {wide}"
-    if shifts and page.evaluate(HOLDS_HANGUL):
-        pytest.xfail(
-            f"{relpath}: Hangul drawn in the fallback font, then in the book's web font "
-            f"when it arrives, rewraps the text (font-display: swap): {shifts}"
-        )
     assert not shifts, f"{relpath} at {NARROW_WIDTH} px: the article moved while loading: {shifts}"
 
 

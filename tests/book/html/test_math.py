@@ -93,8 +93,8 @@ def test_no_equation_is_cut_at_1280(visit, relpath: str) -> None:
     assert not cut, f"{relpath}: display equations wider than the column at 1280 px: {cut}"
 
 
-# The KaTeX fonts a page drew with once laid out, and the fonts its head preloads (as file names
-# without .woff2: KaTeX_Size1-Regular). A font that is not preloaded arrives after the page is
+# The KaTeX fonts a page drew with once laid out, and the KaTeX fonts its head preloads (as file
+# names without .woff2: KaTeX_Size1-Regular; a page with Hangul preloads the Korean font too). A font that is not preloaded arrives after the page is
 # laid out and makes the browser style and lay out the formulas again (katex_math.py's FONTS).
 KATEX_FONTS = """async () => {
     await document.fonts.ready;
@@ -105,7 +105,8 @@ KATEX_FONTS = """async () => {
         .filter((face) => face.status === 'loaded' && family(face).startsWith('KaTeX_'))
         .map((face) => `${family(face)}-${variant(face) || 'Regular'}`);
     const preloaded = Array.from(document.querySelectorAll('link[rel="preload"][as="font"]'),
-        (link) => link.href.split('/').pop().replace(/\\.woff2$/, ''));
+        (link) => link.href.split('/').pop().replace(/\\.woff2$/, ''))
+        .filter((name) => name.startsWith('KaTeX_'));
     return {drawn: [...new Set(drawn)].sort(), preloaded: [...new Set(preloaded)].sort()};
 }"""
 MATH_PAGES = [

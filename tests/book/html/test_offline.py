@@ -192,8 +192,8 @@ def check_hangul(page) -> tuple[int, list[str]]:
     runs = page.evaluate(WRAP_HANGUL_RUNS)
     if runs == 0:
         return 0, []
-    # Load the font files that hold this page's syllables (each covers a unicode-range), then
-    # let the page lay itself out with them.
+    # Load the font for this page's syllables (its unicode-range names them), then
+    # let the page lay itself out with it.
     page.evaluate(
         """(family) => {
             const text = Array.from(document.querySelectorAll('span[data-hangul-run]'),

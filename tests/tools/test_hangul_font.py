@@ -6,6 +6,8 @@ drawn as its own rectangle, so that a glyph that went to the wrong syllable in t
 
 from __future__ import annotations
 
+from io import BytesIO
+
 import hangul_font
 import pytest
 from bs4 import BeautifulSoup
@@ -59,8 +61,6 @@ def _font(points: list[int]) -> bytes:
     builder.setupOS2()
     builder.setupPost()
     builder.font.flavor = "woff2"
-    from io import BytesIO
-
     data = BytesIO()
     builder.font.save(data)
     return data.getvalue()

@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from font_preloads import add_font_preloads
+
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 FONTS = Path("_static") / "fonts"
 FONT_CSS = FONTS / "noto-sans-kr.css"
@@ -118,9 +120,7 @@ def preload_font(
     for the font in its head."""
     words = " ".join(str(context.get(key) or "") for key in ("body", "title", "docstitle"))
     if HANGUL.search(words):
-        href = context["pathto"](FONT_FILE.as_posix(), 1)
-        link = f'<link rel="preload" href="{href}" as="font" type="font/woff2" crossorigin>'
-        context["metatags"] = context.get("metatags", "") + link
+        add_font_preloads(context, [FONT_FILE.as_posix()])
 
 
 def _finished(app: Any, exception: Exception | None) -> None:

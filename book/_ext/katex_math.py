@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from font_preloads import add_font_preloads
 from sphinx.locale import _
 from sphinx.util import logging
 from sphinx.util.math import get_node_equation_number
@@ -205,12 +206,7 @@ def preload_fonts(
     fonts = dict.fromkeys(
         font for classes, font in FONTS if any(classes <= element for element in elements)
     )
-    links = [
-        f'<link rel="preload" href="{context["pathto"](f"_static/katex/fonts/{font}.woff2", 1)}"'
-        ' as="font" type="font/woff2" crossorigin>'
-        for font in fonts
-    ]
-    context["metatags"] = context.get("metatags", "") + "\n".join(links)
+    add_font_preloads(context, [f"_static/katex/fonts/{font}.woff2" for font in fonts])
 
 
 def _finished(app: Any, exception: Exception | None) -> None:

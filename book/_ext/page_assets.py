@@ -9,10 +9,11 @@ the page's context:
 - the Korean web font (``fonts/noto-sans-kr.css``, the ``@font-face`` rule of the one file
   ``hangul_font.py`` makes, and ``hangul.css``, which gives it to text marked as Korean):
   Hangul in the page (its text, its title, the book's title or the language switch's label), or
-  the search page, whose results may quote it; ``hangul-text.css``, the font first in the theme's stacks for all text: Hangul in the
-  page's own words (not only the switch's label, marked ``lang="ko"``), or the search page. A
-  web font's arrival makes the browser style again every element whose stack names it: on an
-  English page whose only Hangul is the switch's label, that is the label alone;
+  the search page, whose results may quote it; ``hangul-text.css``, the font first in the
+  theme's stacks for all text: Hangul in the page's own words (not only the switch's label,
+  marked ``lang="ko"``), or the search page. A web font's arrival makes the browser style again
+  every element whose stack names it: on an English page whose only Hangul is the switch's
+  label, that is the label alone;
 - the search page: ``pe-search.js``, which writes each result's snippet, and ``pe-search.css``
   (Sphinx's own are turned off with ``html_show_search_summary``); ``pe-search-weights.js``, how
   densely each page uses each word, which the search scorer reads (``search_ranking.py``);

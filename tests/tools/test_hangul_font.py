@@ -11,11 +11,12 @@ from io import BytesIO
 import hangul_font
 import pytest
 from bs4 import BeautifulSoup
+from conftest import build_site
 from fontTools.fontBuilder import FontBuilder
 from fontTools.pens.ttGlyphPen import TTGlyphPen
 from fontTools.ttLib import TTFont
 
-# Two fetched files, as tools/fetch_hangul_font.py writes them: each with its own syllables.
+# The fetched files, as tools/fetch_hangul_font.py writes them: each with its own syllables.
 SHARDS = {
     "noto-sans-kr-1-400-normal.woff2": [0xAC00, 0xAC01, 0xAC02],  # 가 각 갂
     "noto-sans-kr-2-400-normal.woff2": [0xD55C, 0xAD6D],  # 한 국
@@ -87,8 +88,6 @@ PAGES = {
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    from conftest import build_site
-
     return build_site(tmp_path_factory.mktemp("hangul"), CONF, PAGES, _fonts())
 
 
@@ -134,8 +133,6 @@ def test_a_build_that_writes_no_page_leaves_the_merged_font_as_it_was(site) -> N
 
 
 def test_pages_without_hangul_leave_no_font_and_an_empty_stylesheet(tmp_path) -> None:
-    from conftest import build_site
-
     site = build_site(tmp_path, CONF, {"index.rst": "English\n=======\n\nWords.\n"}, _fonts())
     fonts = site / "_static" / "fonts"
     assert not list(fonts.glob("*.woff2"))

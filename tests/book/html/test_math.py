@@ -94,8 +94,9 @@ def test_no_equation_is_cut_at_1280(visit, relpath: str) -> None:
 
 
 # The KaTeX fonts a page drew with once laid out, and the KaTeX fonts its head preloads (as file
-# names without .woff2: KaTeX_Size1-Regular; a page with Hangul preloads the Korean font too). A font that is not preloaded arrives after the page is
-# laid out and makes the browser style and lay out the formulas again (katex_math.py's FONTS).
+# names without .woff2: KaTeX_Size1-Regular; a page with Hangul preloads the Korean font too). A
+# font that is not preloaded arrives after the page is laid out and makes the browser style and
+# lay out the formulas again (katex_math.py's FONTS).
 KATEX_FONTS = """async () => {
     await document.fonts.ready;
     const family = (face) => face.family.replace(/["']/g, '');

@@ -1,13 +1,32 @@
 """A page's font preloads: ``<link rel="preload">`` tags in its head, one way for every font.
 
-A browser fetches a font in CORS mode, so a preload that the font's request is to use says
-``crossorigin``. ``katex_math.py`` preloads the KaTeX fonts a page's formulas draw with,
-``hangul_font.py`` the Korean font on a page whose words hold Hangul.
+A font that arrives after the page has been laid out makes the browser style the page again
+(and lay it out again where the font changes a box): on a phone's CPU, one more long task after
+the page is first drawn. So each page asks at once for every web font it draws with:
+``katex_math.py`` the KaTeX fonts its formulas use, ``site_assets.py`` the icon fonts the
+theme's stylesheet draws its marks from, ``hangul_font.py`` the Korean font where the page shows
+Hangul. A browser fetches a font in CORS mode, so a preload that the font's request is to use
+says ``crossorigin``.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
+
+HTML_CLASS = re.compile(r'class="([^"]*)"')
+
+
+def fonts_drawn(body: str, users: Iterable[tuple[frozenset[str], str]]) -> list[str]:
+    """The fonts, once each and in the order of ``users``, of the pairs (the classes of an
+    element that draws with a font, that font) whose classes some element in ``body`` has."""
+    elements = {frozenset(value.split()) for value in HTML_CLASS.findall(body)}
+    return list(
+        dict.fromkeys(
+            font for classes, font in users if any(classes <= element for element in elements)
+        )
+    )
 
 
 def add_font_preloads(context: dict[str, Any], paths: list[str]) -> None:

@@ -10,10 +10,13 @@ with one ``@font-face`` whose ``unicode-range`` names exactly those syllables. E
 page draws is still the web font's (the browser test asks Chromium which font drew each Hangul
 run).
 
-One file lets a page ask for the font before it is laid out: a page whose own words hold Hangul
-preloads it (as ``katex_math.py`` preloads the KaTeX fonts its formulas draw with). Asked for
-only once the text was laid out, the font arrived after the page was first drawn in a fallback
-font, and its wider or narrower glyphs rewrapped every paragraph below (``font-display: swap``).
+One file lets a page ask for the font before it is laid out: a page that shows Hangul preloads
+it (as ``katex_math.py`` preloads the KaTeX fonts its formulas draw with), an English page too,
+for the label of its switch to the Korean edition. Asked for only once the text was laid out,
+the font arrived after the page was first drawn in a fallback font, and its wider or narrower
+glyphs rewrapped every paragraph below (``font-display: swap``); on an English page, where only
+the switch's label draws with it, it arrived after the page was laid out, and the browser styled
+the page again.
 """
 
 from __future__ import annotations
@@ -116,9 +119,11 @@ def subset_hangul_font(outdir: Path) -> None:
 def preload_font(
     app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    """A page whose own words (its text, its title, the book's title) hold a Hangul syllable asks
-    for the font in its head."""
+    """A page whose words (its text, its title, the book's title, the label of its switch to the
+    other edition) hold a Hangul syllable asks for the font in its head."""
+    switch = context.get("edition_switch") or {}
     words = " ".join(str(context.get(key) or "") for key in ("body", "title", "docstitle"))
+    words += " " + str(switch.get("label") or "")
     if HANGUL.search(words):
         add_font_preloads(context, [FONT_FILE.as_posix()])
 

@@ -21,7 +21,9 @@ with ``-W``: it fails there), and the page shows its TeX in a ``pe-math-error`` 
 the book defines go in ``katex_macros`` (a dict, as KaTeX's ``macros`` option).
 
 After the build, ``_static/katex`` receives KaTeX's stylesheet as released and its WOFF2 fonts
-(a browser fetches only those a page's formulas draw with). A page with formulas preloads the
+(a browser fetches only those a page's formulas draw with), each cut down to the characters the
+built pages' formulas hold (``subset_katex_fonts``: fontTools, as ``hangul_font.py`` cuts the
+Korean font): a page's KaTeX fonts weigh about half as much. A page with formulas preloads the
 fonts its formulas draw with (``FONTS``: KaTeX's main and math italic faces on nearly every page,
 the large delimiters' and operators' where there are some), so that they arrive with the
 stylesheet rather than after it.
@@ -32,11 +34,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from docutils import nodes
-from font_preloads import add_font_preloads
+from font_preloads import add_font_preloads, fonts_drawn
 from sphinx.locale import _
 from sphinx.util import logging
 from sphinx.util.math import get_node_equation_number
@@ -147,9 +150,6 @@ def visit_displaymath(self: Any, node: nodes.math_block) -> None:
     raise nodes.SkipNode
 
 
-HTML_CLASS = re.compile(r'class="([^"]*)"')
-
-
 def copy_katex(outdir: Path) -> None:
     """KaTeX's stylesheet as released and its WOFF2 fonts into ``_static/katex`` (not the script,
     which only the build runs). A browser fetches a font only when a formula on the page draws
@@ -162,6 +162,63 @@ def copy_katex(outdir: Path) -> None:
     if missing:
         raise RuntimeError(f"{KATEX} lacks {missing}: run `{FETCH}`")
     shutil.copytree(KATEX, target, ignore=shutil.ignore_patterns("*.js"))
+
+
+class FormulaText(HTMLParser):
+    """The characters of a page's typeset formulas: the text inside KaTeX's ``katex-html`` (what
+    its fonts draw; the hidden MathML beside it is read by screen readers, not drawn)."""
+
+    VOID = frozenset({"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "wbr"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside: list[bool] = []  # per open element: whether it is in a formula's HTML
+        self.chars: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            classes = (dict(attrs).get("class") or "").split()
+            self.inside.append(bool(self.inside and self.inside[-1]) or "katex-html" in classes)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID and self.inside:
+            self.inside.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self.inside and self.inside[-1]:
+            self.chars.update(data)
+
+
+def formula_chars(outdir: Path) -> set[str]:
+    """The characters the formulas of every page built in ``outdir`` hold."""
+    chars: set[str] = set()
+    for page in sorted(outdir.rglob("*.html")):
+        if "_static" in page.relative_to(outdir).parts:
+            continue
+        html = page.read_text(encoding="utf-8")
+        if "katex-html" in html:
+            parser = FormulaText()
+            parser.feed(html)
+            chars |= parser.chars
+    return chars
+
+
+def subset_katex_fonts(outdir: Path) -> None:
+    """Each KaTeX font in ``outdir/_static/katex/fonts`` (copied there by this build) cut down
+    to the characters the built pages' formulas hold, and the space: a text shaper draws the
+    space's glyph, with no width, for the zero-width spaces KaTeX writes between stacked boxes
+    (HarfBuzz's rule for invisible characters); the font's other glyphs no page draws."""
+    from fontTools import subset
+
+    points = sorted(ord(char) for char in formula_chars(outdir) | {" "})
+    for path in sorted((outdir / "_static" / "katex" / "fonts").glob("*.woff2")):
+        options = subset.Options()
+        options.flavor = "woff2"
+        font = subset.load_font(str(path), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=points)
+        subsetter.subset(font)
+        subset.save_font(font, str(path), options)
 
 
 # KaTeX's fonts, each with the classes of an element that draws with it (katex.min.css's rules):
@@ -202,16 +259,14 @@ def preload_fonts(
     body = context.get("body") or ""
     if "katex" not in body:
         return
-    elements = {frozenset(value.split()) for value in HTML_CLASS.findall(body)}
-    fonts = dict.fromkeys(
-        font for classes, font in FONTS if any(classes <= element for element in elements)
-    )
+    fonts = fonts_drawn(body, FONTS)
     add_font_preloads(context, [f"_static/katex/fonts/{font}.woff2" for font in fonts])
 
 
 def _finished(app: Any, exception: Exception | None) -> None:
     if exception is None and app.builder.format == "html":
         copy_katex(Path(app.outdir))
+        subset_katex_fonts(Path(app.outdir))
 
 
 def setup(app: Any) -> dict[str, Any]:

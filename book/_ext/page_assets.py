@@ -11,9 +11,8 @@ the page's context:
   Hangul in the page (its text, its title, the book's title or the language switch's label), or
   the search page, whose results may quote it; ``hangul-text.css``, the font first in the
   theme's stacks for all text: Hangul in the page's own words (not only the switch's label,
-  marked ``lang="ko"``), or the search page. A web font's arrival makes the browser style again
-  every element whose stack names it: on an English page whose only Hangul is the switch's
-  label, that is the label alone;
+  marked ``lang="ko"``), or the search page (the font itself is preloaded where the page shows
+  Hangul: ``hangul_font.py``);
 - the search page: ``pe-search.js``, which writes each result's snippet, and ``pe-search.css``
   (Sphinx's own are turned off with ``html_show_search_summary``); ``pe-search-weights.js``, how
   densely each page uses each word, which the search scorer reads (``search_ranking.py``);

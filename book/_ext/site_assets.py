@@ -16,7 +16,10 @@ theme bundles (its TrueType fonts, fetched with the SVG files). The stylesheet n
 as a CSS string ("\\f058"); its ``@font-face`` rules come after the theme's (the theme links its
 stylesheet before ``html_css_files``), and of two faces with the same descriptors a browser uses
 the later, so the whole fonts are never fetched. It also gives the icon elements, which the icon
-script draws as SVG, no glyph (``content: none``), also before the script has run.
+script draws as SVG, no glyph (``content: none``), also before the script has run. A page with
+an element the theme draws such a glyph for (``ICON_FONT_USERS``: an admonition's title, a link
+to GitHub) preloads the subset it draws from, so that it arrives before the page is laid out
+(``font_preloads.py``).
 
 Figures: matplotlib writes RGBA PNGs with zlib's default effort, though every pixel of the book's
 figures is opaque. After the build this re-encodes each PNG under ``_images`` in the smallest mode
@@ -32,6 +35,8 @@ import re
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
+
+from font_preloads import add_font_preloads, fonts_drawn
 
 # Font Awesome's styles, by the class names that select them (fa-solid, or the older fas).
 PACKS = {"fa-solid": "solid", "fa-regular": "regular", "fa-brands": "brands"}
@@ -143,6 +148,20 @@ ICON_FONT_CSS = Path(__file__).resolve().parents[1] / "_static" / "icon-font.css
 CSS_ESCAPE = re.compile(r'"\\([0-9a-fA-F]{1,6})"')
 # Font Awesome's fonts (in the release's webfonts/), written as _static/fontawesome/<name>.woff2.
 ICON_FONTS = ("fa-solid-900", "fa-regular-400", "fa-brands-400")
+# The elements in a page's article that the theme's stylesheet draws a glyph for (its ::before
+# and ::after rules with `font: var(--fa-font-solid)` or `var(--fa-font-brands)`), by the classes
+# that select them, and the font each draws from. The theme's other such rules mark links in the
+# navigation and the search box's results, which the book's pages do not have.
+ICON_FONT_USERS: list[tuple[frozenset[str], str]] = [
+    (frozenset(classes.split()), font)
+    for classes, font in [
+        ("admonition-title", "fa-solid-900"),
+        ("versionmodified", "fa-solid-900"),
+        ("reference download", "fa-solid-900"),
+        ("github", "fa-brands-400"),
+        ("gitlab", "fa-brands-400"),
+    ]
+]
 
 
 def icon_code_points(stylesheet: Path = ICON_FONT_CSS) -> set[int]:
@@ -168,6 +187,13 @@ def subset_icon_fonts(outdir: Path, stylesheet: Path = ICON_FONT_CSS) -> None:
         subsetter.populate(unicodes=sorted(points))
         subsetter.subset(font)
         subset.save_font(font, str(target / f"{name}.woff2"), options)
+
+
+def preload_icon_fonts(
+    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    fonts = fonts_drawn(context.get("body") or "", ICON_FONT_USERS)
+    add_font_preloads(context, [f"_static/fontawesome/{font}.woff2" for font in fonts])
 
 
 def _fewest_channels(image: Any) -> Any:
@@ -212,5 +238,6 @@ def _finished(app: Any, exception: Exception | None) -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
+    app.connect("html-page-context", preload_icon_fonts)
     app.connect("build-finished", _finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,11 +1,13 @@
 """book/_ext/hangul_font.py: the fetched Hangul font files, cut down to the syllables the built
-pages use and merged into one file, which the pages whose words hold Hangul preload.
+pages use and merged into one file, which the pages that show Hangul preload (an English page
+too, for its switch's label).
 
 The font files here are small ones made for the test (fontTools' FontBuilder), each syllable
 drawn as its own rectangle, so that a glyph that went to the wrong syllable in the merge shows."""
 
 from __future__ import annotations
 
+import re
 from io import BytesIO
 
 import hangul_font
@@ -121,6 +123,25 @@ def test_a_page_whose_words_hold_hangul_preloads_the_font(site) -> None:
 
     assert preloads("index.html") == ["_static/fonts/noto-sans-kr.woff2"]
     assert preloads("english.html") == []
+
+
+def _switch_preloads(label: str) -> list[str]:
+    context = {
+        "body": "<p>Words alone.</p>",
+        "title": "English",
+        "docstitle": "Book",
+        "edition_switch": {"label": label, "lang": "ko"},
+        "pathto": lambda path, resource: path,
+    }
+    hangul_font.preload_font(None, "english", "page.html", context, None)
+    return re.findall(r'href="([^"]+)"', str(context.get("metatags") or ""))
+
+
+def test_an_english_page_preloads_the_font_for_its_switchs_label() -> None:
+    """The switch to the Korean edition draws its label with the font: without a preload the
+    font arrived after the page was laid out, and the browser styled the page again."""
+    assert _switch_preloads("한국어") == ["_static/fonts/noto-sans-kr.woff2"]
+    assert _switch_preloads("English") == []
 
 
 def test_a_build_that_writes_no_page_leaves_the_merged_font_as_it_was(site) -> None:

@@ -14,6 +14,7 @@ import katex_math
 import pytest
 from bs4 import BeautifulSoup
 from conftest import ROOT, build_site
+from fontTools.ttLib import TTFont
 
 pytestmark = pytest.mark.skipif(
     not (katex_math.KATEX / "katex.min.js").is_file(),
@@ -107,7 +108,7 @@ def test_a_multi_line_display_is_aligned(page) -> None:
     assert len(split.select(".katex-html .mtable .col-align-r")) == 1
 
 
-def test_katex_s_stylesheet_and_woff2_fonts_are_served_as_released(site) -> None:
+def test_katex_s_stylesheet_is_served_as_released_with_its_woff2_fonts(site) -> None:
     katex = site / "_static" / "katex"
     css = (katex / "katex.min.css").read_bytes()
     assert css == (katex_math.KATEX / "katex.min.css").read_bytes()
@@ -118,6 +119,40 @@ def test_katex_s_stylesheet_and_woff2_fonts_are_served_as_released(site) -> None
     assert not list(katex.rglob("*.js"))  # the build's script is not served
     link = BeautifulSoup((site / "index.html").read_text(encoding="utf-8"), "html.parser")
     assert not link.select('link[href*="katex.min.css"]')  # page_assets.py is not loaded here
+
+
+def _code_points(path: Path) -> set[int]:
+    with TTFont(path) as font:
+        return set(font.getBestCmap() or {})
+
+
+def test_each_katex_font_holds_the_characters_of_the_built_formulas_and_no_more(site) -> None:
+    """A font keeps its glyph for every character a built formula holds, and drops the rest:
+    the page's prose ("Page", "As", "say") adds nothing, the formulas' letters are kept."""
+    html = (site / "index.html").read_text(encoding="utf-8")
+    drawn = {
+        ord(char)
+        for formula in BeautifulSoup(html, "html.parser").select(".katex-html")
+        for char in formula.get_text()
+    }
+    assert {ord(char) for char in "ωxi∑=("} <= drawn and ord("P") not in drawn
+    assert katex_math.formula_chars(site) == {chr(point) for point in drawn}
+    served = site / "_static" / "katex" / "fonts"
+    for release in sorted((katex_math.KATEX / "fonts").glob("*.woff2")):
+        kept = _code_points(served / release.name)
+        assert kept == _code_points(release) & (drawn | {ord(" ")}), release.name
+        assert (served / release.name).stat().st_size < release.stat().st_size, release.name
+    assert ord("ω") in _code_points(served / "KaTeX_Math-Italic.woff2")
+
+
+def test_formula_text_leaves_out_the_hidden_mathml_and_the_prose() -> None:
+    parser = katex_math.FormulaText()
+    parser.feed(
+        '<p>Prose <span class="katex"><span class="katex-mathml"><math><mi>q</mi></math></span>'
+        '<span class="katex-html" aria-hidden="true"><span class="mord">a<br>b</span>'
+        '<svg><path d="M0 0"/></svg><span>c</span></span></span> more prose</p>'
+    )
+    assert parser.chars == set("abc")
 
 
 def test_the_page_preloads_the_fonts_its_formulas_use(site) -> None:

@@ -116,6 +116,26 @@ def test_the_books_font_faces_come_after_the_themes(sphinx_build) -> None:
     )
 
 
+def _preloads(body: str) -> list[str]:
+    context = {"body": body, "pathto": lambda path, resource: path}
+    site_assets.preload_icon_fonts(None, "page", "page.html", context, None)
+    return re.findall(r'href="([^"]+)"', context["metatags"])
+
+
+def test_a_page_preloads_the_icon_fonts_its_marks_draw_from() -> None:
+    note = '<div class="admonition note"><p class="admonition-title">Note</p></div>'
+    github = '<a class="github reference external" href="https://github.com/x/y">x/y</a>'
+    assert _preloads(note + github + note) == [
+        "_static/fontawesome/fa-solid-900.woff2",
+        "_static/fontawesome/fa-brands-400.woff2",
+    ]
+    assert _preloads('<a class="reference download internal" href="x.py">x.py</a>') == [
+        "_static/fontawesome/fa-solid-900.woff2"
+    ]
+    # A link that is not a download, words that only name a class: no mark, no preload.
+    assert _preloads('<a class="reference internal" href="#x">x</a><p>admonition-title</p>') == []
+
+
 def _png(path: Path, image: Image.Image) -> bytes:
     image.save(path, format="PNG", compress_level=1, dpi=(144, 144))
     return image.convert("RGBA").tobytes()

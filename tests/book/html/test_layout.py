@@ -74,6 +74,44 @@ def test_page_fits_a_narrow_screen_and_holds_still(visit, relpath: str) -> None:
     assert not shifts, f"{relpath} at {NARROW_WIDTH} px: the article moved while loading: {shifts}"
 
 
+# The web fonts a page fetched (each as the path of its file), those its head preloads, those
+# fetched by anything but a preload (a rule that needed a font not preloaded, or a preload the
+# font's request could not use), and how many fonts the page draws with once laid out.
+FONTS = """async () => {
+    await document.fonts.ready;
+    const path = (url) => new URL(url).pathname;
+    const fonts = performance.getEntriesByType('resource')
+        .filter((entry) => /\\.woff2$/.test(path(entry.name)));
+    const preloaded = Array.from(document.querySelectorAll('link[rel="preload"][as="font"]'),
+        (link) => path(link.href));
+    return {
+        fetched: [...new Set(fonts.map((entry) => path(entry.name)))].sort(),
+        preloaded: [...new Set(preloaded)].sort(),
+        late: fonts.filter((entry) => entry.initiatorType !== 'link').map((e) => path(e.name)),
+        drawn: Array.from(document.fonts).filter((face) => face.status === 'loaded').length,
+    };
+}"""
+
+
+@pytest.mark.korean_browser
+@pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
+def test_every_font_a_page_draws_with_is_preloaded(visit, relpath: str) -> None:
+    """A page asks for each web font it draws with before it is laid out (font_preloads.py): the
+    formulas' KaTeX fonts, the icon fonts of admonitions' and GitHub links' marks, the Korean font
+    (an English page's switch to the Korean edition too). One that arrived later made the
+    browser style the page again after it was first drawn (753 elements on the API page
+    encodings, whose only late font was the Korean one: benchmarks/lighthouse/results.md); and
+    every preload is drawn with, or the browser warns of it."""
+    if not PAGES:
+        _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
+    page_visit = visit(relpath, viewport={"width": NARROW_WIDTH, "height": 800})
+    page_visit.settle()
+    fonts = page_visit.page.evaluate(FONTS)
+    assert not fonts["late"], f"{relpath}: fonts fetched without a preload: {fonts}"
+    assert fonts["fetched"] == fonts["preloaded"], f"{relpath}: {fonts}"
+    assert fonts["drawn"] == len(fonts["preloaded"]), f"{relpath}: a preload not drawn: {fonts}"
+
+
 VISIBLE = (
     "el => !!el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden'"
 )

@@ -59,8 +59,11 @@ ICON_SCRIPT = """// Font Awesome icons the book's pages use, drawn as inline SVG
   "use strict";
   const icons = %(icons)s;
   const style = document.createElement("style");
-  style.textContent = ".svg-inline--fa{display:inline-block;height:1em;overflow:visible;"
-    + "vertical-align:-.125em}.svg-inline--fa.fa-lg{font-size:1.25em;vertical-align:-.2em}";
+  // Each icon in a 1em square (none is wider than high), the square icon-font.css keeps for it
+  // until it is drawn.
+  style.textContent = ".svg-inline--fa{display:inline-block;width:1em;height:1em;"
+    + "overflow:visible;vertical-align:-.125em}"
+    + ".svg-inline--fa.fa-lg{font-size:1.25em;vertical-align:-.2em}";
   document.head.appendChild(style);
   function draw(root) {
     // The theme writes icons as <i> and <span> (the sidebar toggles); the theme switch's icons
@@ -122,6 +125,12 @@ def icon(style: str, name: str) -> list[Any]:
         )
     root = ElementTree.parse(path).getroot()
     _, _, width, height = (int(float(v)) for v in root.attrib["viewBox"].split())
+    if width > height:
+        raise RuntimeError(
+            f"the pages name the Font Awesome icon fa-{style} fa-{name}, wider than high "
+            f"({width} by {height}): the icon script draws each icon in a 1em square, the place "
+            "icon-font.css keeps for it, where this one would be drawn smaller"
+        )
     return [width, height, [p.attrib["d"] for p in root.iter(f"{SVG}path") if p.get("d")]]
 
 

@@ -77,6 +77,14 @@ def test_an_icon_the_release_lacks_stops_the_build(tmp_path: Path, icons_fetched
         site_assets.subset_icons(site)
 
 
+def test_an_icon_wider_than_high_stops_the_build(tmp_path: Path, icons_fetched: None) -> None:
+    """Each icon is drawn in a 1em square (the place icon-font.css keeps for it until it is
+    drawn): the credit card (576 by 512) would be drawn smaller."""
+    site = _site(tmp_path, '<i class="fa-solid fa-credit-card"></i>')
+    with pytest.raises(RuntimeError, match="fa-solid fa-credit-card, wider than high"):
+        site_assets.subset_icons(site)
+
+
 def test_icon_fonts_hold_the_glyphs_the_stylesheet_names(tmp_path: Path) -> None:
     from fontTools.ttLib import TTFont
 

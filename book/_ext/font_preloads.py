@@ -18,13 +18,16 @@ from typing import Any
 HTML_CLASS = re.compile(r'class="([^"]*)"')
 
 
-def fonts_drawn(body: str, users: Iterable[tuple[frozenset[str], str]]) -> list[str]:
+def fonts_drawn(body: str, users: Iterable[tuple[str, str]]) -> list[str]:
     """The fonts, once each and in the order of ``users``, of the pairs (the classes of an
-    element that draws with a font, that font) whose classes some element in ``body`` has."""
+    element that draws with a font, space-separated; that font) whose classes some element in
+    ``body`` has."""
     elements = {frozenset(value.split()) for value in HTML_CLASS.findall(body)}
     return list(
         dict.fromkeys(
-            font for classes, font in users if any(classes <= element for element in elements)
+            font
+            for classes, font in users
+            if any(set(classes.split()) <= element for element in elements)
         )
     )
 

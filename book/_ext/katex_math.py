@@ -225,31 +225,28 @@ def subset_katex_fonts(outdir: Path) -> None:
 # a page with such an element asks for the font at once (a preload), so that it arrives with the
 # stylesheet rather than after the page is laid out. A font that arrives later makes the browser
 # style and lay out the formulas again (their hidden MathML too), and pe-math.js fit them again.
-FONTS: list[tuple[frozenset[str], str]] = [
-    (frozenset(classes.split()), font)
-    for classes, font in [
-        ("katex", "KaTeX_Main-Regular"),
-        ("mathnormal", "KaTeX_Math-Italic"),
-        ("mathit", "KaTeX_Main-Italic"),
-        ("mathbf", "KaTeX_Main-Bold"),
-        ("boldsymbol", "KaTeX_Math-BoldItalic"),
-        ("amsrm", "KaTeX_AMS-Regular"),
-        ("mathbb", "KaTeX_AMS-Regular"),
-        ("textbb", "KaTeX_AMS-Regular"),
-        ("mathcal", "KaTeX_Caligraphic-Regular"),
-        ("texttt", "KaTeX_Typewriter-Regular"),
-        ("mathtt", "KaTeX_Typewriter-Regular"),
-        ("textsf", "KaTeX_SansSerif-Regular"),
-        ("mathsf", "KaTeX_SansSerif-Regular"),
-        ("delimsizing size1", "KaTeX_Size1-Regular"),
-        ("delim-size1", "KaTeX_Size1-Regular"),
-        ("op-symbol small-op", "KaTeX_Size1-Regular"),
-        ("delimsizing size2", "KaTeX_Size2-Regular"),
-        ("op-symbol large-op", "KaTeX_Size2-Regular"),
-        ("delimsizing size3", "KaTeX_Size3-Regular"),
-        ("delimsizing size4", "KaTeX_Size4-Regular"),
-        ("delim-size4", "KaTeX_Size4-Regular"),
-    ]
+FONTS: list[tuple[str, str]] = [
+    ("katex", "KaTeX_Main-Regular"),
+    ("mathnormal", "KaTeX_Math-Italic"),
+    ("mathit", "KaTeX_Main-Italic"),
+    ("mathbf", "KaTeX_Main-Bold"),
+    ("boldsymbol", "KaTeX_Math-BoldItalic"),
+    ("amsrm", "KaTeX_AMS-Regular"),
+    ("mathbb", "KaTeX_AMS-Regular"),
+    ("textbb", "KaTeX_AMS-Regular"),
+    ("mathcal", "KaTeX_Caligraphic-Regular"),
+    ("texttt", "KaTeX_Typewriter-Regular"),
+    ("mathtt", "KaTeX_Typewriter-Regular"),
+    ("textsf", "KaTeX_SansSerif-Regular"),
+    ("mathsf", "KaTeX_SansSerif-Regular"),
+    ("delimsizing size1", "KaTeX_Size1-Regular"),
+    ("delim-size1", "KaTeX_Size1-Regular"),
+    ("op-symbol small-op", "KaTeX_Size1-Regular"),
+    ("delimsizing size2", "KaTeX_Size2-Regular"),
+    ("op-symbol large-op", "KaTeX_Size2-Regular"),
+    ("delimsizing size3", "KaTeX_Size3-Regular"),
+    ("delimsizing size4", "KaTeX_Size4-Regular"),
+    ("delim-size4", "KaTeX_Size4-Regular"),
 ]
 
 

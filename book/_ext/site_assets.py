@@ -161,15 +161,12 @@ ICON_FONTS = ("fa-solid-900", "fa-regular-400", "fa-brands-400")
 # and ::after rules with `font: var(--fa-font-solid)` or `var(--fa-font-brands)`), by the classes
 # that select them, and the font each draws from. The theme's other such rules mark links in the
 # navigation and the search box's results, which the book's pages do not have.
-ICON_FONT_USERS: list[tuple[frozenset[str], str]] = [
-    (frozenset(classes.split()), font)
-    for classes, font in [
-        ("admonition-title", "fa-solid-900"),
-        ("versionmodified", "fa-solid-900"),
-        ("reference download", "fa-solid-900"),
-        ("github", "fa-brands-400"),
-        ("gitlab", "fa-brands-400"),
-    ]
+ICON_FONT_USERS: list[tuple[str, str]] = [
+    ("admonition-title", "fa-solid-900"),
+    ("versionmodified", "fa-solid-900"),
+    ("reference download", "fa-solid-900"),
+    ("github", "fa-brands-400"),
+    ("gitlab", "fa-brands-400"),
 ]
 
 

@@ -196,15 +196,14 @@ class PageVisit:
 HANGUL = "/[\\u1100-\\u11ff\\u3130-\\u318f\\uac00-\\ud7a3]/"
 
 
-# Every layout shift of the article's content or its header's buttons while the page loads (its
-# value, and what moved).
+# Every layout shift of the article's content while the page loads (its value, and what moved).
 ARTICLE_SHIFTS = """
 window.peArticleShifts = [];
 new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
         const moved = entry.sources.map((source) => source.node)
             .map((node) => node && (node.nodeType === 1 ? node : node.parentElement))
-            .filter((element) => element && element.closest('article, .bd-header-article'));
+            .filter((element) => element && element.closest('article'));
         if (moved.length) {
             window.peArticleShifts.push(
                 [entry.value, moved.map((element) => element.tagName + '.' + element.className)]);

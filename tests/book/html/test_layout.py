@@ -53,11 +53,10 @@ WIDER_THAN = """(limit) => {
 @pytest.mark.parametrize("relpath", PAGES or ["<no pages built>"])
 def test_page_fits_a_narrow_screen_and_holds_still(visit, relpath: str) -> None:
     """At 400 px the page never scrolls sideways (code blocks scroll inside themselves), and
-    nothing in its article or its header's buttons moves while it loads (the bibliography's
-    entries moved down a line when the GitHub mark's font arrived, the module index's rows when
-    the script showed its folding sign, a Korean page's paragraphs when the Hangul font arrived
-    after the first picture: hangul_font.py; the header's buttons when the icon script drew
-    their icons after it: icon-font.css)."""
+    nothing in its article moves while it loads (the bibliography's entries moved down a line
+    when the GitHub mark's font arrived, the module index's rows when the script showed its
+    folding sign, a Korean page's paragraphs when the Hangul font arrived after the first
+    picture: hangul_font.py)."""
     if not PAGES:
         _not_available(f"no HTML pages under {HTML_DIR}: run `make book` first")
     page_visit = visit(
